@@ -1,0 +1,350 @@
+# Symbolic-factorization kernels: elimination tree, postorder, column counts, amalgamation, block fill.
+# cython: language_level=3
+#
+# Every kernel reads the pattern of A + Aᵀ in its original numbering (xadj, adjncy)
+# through the permutation (perm[k] = original vertex of pivot k, iperm its inverse),
+# so the permuted graph is never materialised.
+
+import numpy as np
+
+cimport numpy as cnp
+from libc.stdint cimport int64_t
+from libc.stdlib cimport free, malloc, qsort, realloc
+from libc.string cimport memcpy
+
+cnp.import_array()
+
+ctypedef int64_t idx_t
+
+
+def etree(idx_t n, const idx_t[::1] xadj, const idx_t[::1] adjncy,
+          const idx_t[::1] perm, const idx_t[::1] iperm):
+    """Elimination tree of the permuted symmetric pattern (Liu's algorithm).
+
+    Returns
+    -------
+    parent : int64 array
+        ``parent[k]`` is the parent of pivot k, or -1 for a root.
+    """
+    cdef cnp.ndarray[idx_t, ndim=1] parent_a = np.empty(n, dtype=np.int64)
+    cdef cnp.ndarray[idx_t, ndim=1] anc_a = np.empty(n, dtype=np.int64)
+    cdef idx_t[::1] parent = parent_a, anc = anc_a
+    cdef idx_t k, p, v, i, inext
+    with nogil:
+        for k in range(n):
+            parent[k] = -1
+            anc[k] = -1
+            v = perm[k]
+            for p in range(xadj[v], xadj[v + 1]):
+                i = iperm[adjncy[p]]
+                # Climb from i to the root of its current subtree, compressing the path to k.
+                while i != -1 and i < k:
+                    inext = anc[i]
+                    anc[i] = k
+                    if inext == -1:
+                        parent[i] = k
+                    i = inext
+    return parent_a
+
+
+def postorder(idx_t n, const idx_t[::1] parent):
+    """Depth-first postorder of a forest; children are visited in increasing order.
+
+    Returns
+    -------
+    post : int64 array
+        ``post[k]`` is the node visited k-th.
+    """
+    cdef cnp.ndarray[idx_t, ndim=1] post_a = np.empty(n, dtype=np.int64)
+    cdef cnp.ndarray[idx_t, ndim=1] head_a = np.full(n, -1, dtype=np.int64)
+    cdef cnp.ndarray[idx_t, ndim=1] nxt_a = np.empty(n, dtype=np.int64)
+    cdef cnp.ndarray[idx_t, ndim=1] stack_a = np.empty(n, dtype=np.int64)
+    cdef idx_t[::1] post = post_a, head = head_a, nxt = nxt_a, stack = stack_a
+    cdef idx_t j, k = 0, top, node, child
+    with nogil:
+        # Insert in reverse so each child list comes out in increasing order.
+        for j in range(n - 1, -1, -1):
+            if parent[j] != -1:
+                nxt[j] = head[parent[j]]
+                head[parent[j]] = j
+        for j in range(n):
+            if parent[j] != -1:
+                continue
+            top = 0
+            stack[0] = j
+            while top >= 0:
+                node = stack[top]
+                child = head[node]
+                if child == -1:
+                    top -= 1
+                    post[k] = node
+                    k += 1
+                else:
+                    head[node] = nxt[child]
+                    top += 1
+                    stack[top] = child
+    return post_a
+
+
+cdef inline idx_t _leaf(idx_t i, idx_t j, idx_t[::1] first, idx_t[::1] maxfirst,
+                        idx_t[::1] prevleaf, idx_t[::1] ancestor, int* jleaf) noexcept nogil:
+    """Is j a leaf of the i-th row subtree? Returns the least common ancestor with the previous leaf."""
+    cdef idx_t q, s, sparent, jprev
+    jleaf[0] = 0
+    if i <= j or first[j] <= maxfirst[i]:
+        return -1
+    maxfirst[i] = first[j]
+    jprev = prevleaf[i]
+    prevleaf[i] = j
+    if jprev == -1:
+        jleaf[0] = 1
+        return i
+    jleaf[0] = 2
+    q = jprev
+    while q != ancestor[q]:
+        q = ancestor[q]
+    s = jprev
+    while s != q:
+        sparent = ancestor[s]
+        ancestor[s] = q
+        s = sparent
+    return q
+
+
+def column_counts(idx_t n, const idx_t[::1] xadj, const idx_t[::1] adjncy,
+                  const idx_t[::1] perm, const idx_t[::1] iperm, const idx_t[::1] parent):
+    """Number of nonzeros in each column of the Cholesky factor, diagonal included.
+
+    Gilbert, Ng and Peyton's row-subtree algorithm with a disjoint-set forest:
+    time nearly linear in nnz(A). The elimination tree must be postordered
+    (every node numbered after its descendants, subtrees contiguous).
+    """
+    cdef cnp.ndarray[idx_t, ndim=1] count_a = np.empty(n, dtype=np.int64)
+    cdef cnp.ndarray[idx_t, ndim=1] work = np.full(4 * n, -1, dtype=np.int64)
+    cdef idx_t[::1] delta = count_a
+    cdef idx_t[::1] first = work[:n], maxfirst = work[n:2 * n]
+    cdef idx_t[::1] prevleaf = work[2 * n:3 * n], ancestor = work[3 * n:]
+    cdef idx_t j, k, p, i, q
+    cdef int jleaf
+    with nogil:
+        for k in range(n):
+            delta[k] = 1 if first[k] == -1 else 0   # 1 for a leaf of the tree
+            j = k
+            while j != -1 and first[j] == -1:
+                first[j] = k
+                j = parent[j]
+        for k in range(n):
+            ancestor[k] = k
+        for j in range(n):
+            if parent[j] != -1:
+                delta[parent[j]] -= 1
+            for p in range(xadj[perm[j]], xadj[perm[j] + 1]):
+                i = iperm[adjncy[p]]
+                q = _leaf(i, j, first, maxfirst, prevleaf, ancestor, &jleaf)
+                if jleaf >= 1:
+                    delta[j] += 1
+                if jleaf == 2:
+                    delta[q] -= 1
+            if parent[j] != -1:
+                ancestor[j] = parent[j]
+        for j in range(n):
+            if parent[j] != -1:
+                delta[parent[j]] += delta[j]
+    return count_a
+
+
+cdef inline double _trapezoid(double ncols, double count) noexcept nogil:
+    """Entries of a supernode of ``ncols`` columns whose first column has ``count`` entries."""
+    return ncols * count - ncols * (ncols - 1) / 2
+
+
+def amalgamate(const idx_t[::1] sptr, const idx_t[::1] sparent, const idx_t[::1] scount,
+               nrelax, zrelax):
+    """Relaxed amalgamation of supernodes (merge a supernode into its parent when few zeros are added).
+
+    Only a child that ends right before its parent's group can merge into it, which
+    keeps columns contiguous without renumbering. The test follows CHOLMOD's rules:
+    merge when the merged width is at most ``nrelax[0]``, or at most ``nrelax[1]``
+    with a zero fraction below ``zrelax[0]``, or at most ``nrelax[2]`` below
+    ``zrelax[1]``, or whatever the width below ``zrelax[2]``.
+
+    Parameters
+    ----------
+    sptr : int64 array (nsuper + 1)
+        First column of each fundamental supernode, then n.
+    sparent : int64 array (nsuper)
+        Parent supernode, -1 at roots; supernodes are postordered.
+    scount : int64 array (nsuper)
+        Entries of the first column of each supernode, diagonal included.
+
+    Returns
+    -------
+    ptr : int64 array
+        First column of each amalgamated supernode, then n.
+    extra : int
+        Explicit zeros the merges added.
+    """
+    cdef idx_t nsup = sptr.shape[0] - 1
+    cdef cnp.ndarray[idx_t, ndim=1] ncols_a = np.diff(np.asarray(sptr))
+    cdef cnp.ndarray[idx_t, ndim=1] cnt_a = np.array(scount, dtype=np.int64)
+    cdef cnp.ndarray[idx_t, ndim=1] last_a = np.arange(nsup, dtype=np.int64)
+    cdef cnp.ndarray[double, ndim=1] zeros_a = np.zeros(nsup)
+    cdef cnp.ndarray[cnp.uint8_t, ndim=1] keep_a = np.ones(nsup + 1, dtype=np.uint8)
+    cdef idx_t[::1] ncols = ncols_a, cnt = cnt_a, last = last_a
+    cdef double[::1] zeros = zeros_a
+    cdef cnp.uint8_t[::1] keep = keep_a
+    cdef idx_t n0 = nrelax[0], n1 = nrelax[1], n2 = nrelax[2]
+    cdef double z0 = zrelax[0], z1 = zrelax[1], z2 = zrelax[2]
+    cdef idx_t j, g, nm, cm
+    cdef double stored, true_nz, z, frac, extra = 0
+    cdef bint merge
+    with nogil:
+        for j in range(nsup - 2, -1, -1):
+            g = j + 1  # the group that starts right after supernode j
+            if sparent[j] < g or sparent[j] > last[g]:
+                continue
+            nm = ncols[j] + ncols[g]
+            cm = ncols[j] + cnt[g]
+            stored = _trapezoid(nm, cm)
+            true_nz = (_trapezoid(ncols[j], cnt[j]) - zeros[j]) + (_trapezoid(ncols[g], cnt[g]) - zeros[g])
+            z = stored - true_nz
+            frac = z / stored
+            merge = (nm <= n0 or (nm <= n1 and frac < z0) or (nm <= n2 and frac < z1)
+                     or frac < z2)
+            if merge:
+                extra += z - zeros[j] - zeros[g]
+                ncols[j] = nm
+                cnt[j] = cm
+                zeros[j] = z
+                last[j] = last[g]
+                keep[g] = 0
+    ptr = np.asarray(sptr)[keep_a.astype(bool)]
+    return np.ascontiguousarray(ptr, dtype=np.int64), int(round(extra))
+
+
+cdef int _cmp_idx(const void* a, const void* b) noexcept nogil:
+    cdef idx_t x = (<const idx_t*>a)[0], y = (<const idx_t*>b)[0]
+    return (x > y) - (x < y)
+
+
+def block_rows(idx_t n, const idx_t[::1] xadj, const idx_t[::1] adjncy,
+               const idx_t[::1] perm, const idx_t[::1] iperm,
+               const idx_t[::1] fcol, const idx_t[::1] col2cblk):
+    """Supernodal symbolic factorization: the rows below the diagonal block of each cblk.
+
+    The rows of cblk k are those of A's columns in k below k, together with the
+    rows of its children cblks below k (a child's parent is the cblk holding its
+    first row). Cblks are processed in order, so children come first.
+
+    Returns
+    -------
+    rowptr, rows : int64 arrays
+        Rows of cblk k, sorted, are ``rows[rowptr[k]:rowptr[k+1]]``.
+    cparent : int64 array
+        Parent cblk of each cblk, -1 at roots.
+    """
+    cdef idx_t ncblk = fcol.shape[0] - 1
+    cdef cnp.ndarray[idx_t, ndim=1] rowptr_a = np.zeros(ncblk + 1, dtype=np.int64)
+    cdef cnp.ndarray[idx_t, ndim=1] cparent_a = np.full(ncblk, -1, dtype=np.int64)
+    cdef cnp.ndarray[idx_t, ndim=1] mark_a = np.full(n, -1, dtype=np.int64)
+    cdef cnp.ndarray[idx_t, ndim=1] head_a = np.full(ncblk, -1, dtype=np.int64)
+    cdef cnp.ndarray[idx_t, ndim=1] nxt_a = np.full(ncblk, -1, dtype=np.int64)
+    cdef idx_t[::1] rowptr = rowptr_a, cparent = cparent_a, mark = mark_a
+    cdef idx_t[::1] head = head_a, nxt = nxt_a
+    cdef idx_t k, c, p, i, lcol, child, top, start, cap = 4 * n + 16
+    cdef idx_t* rows = <idx_t*>malloc(cap * sizeof(idx_t))
+    cdef idx_t* grown
+    cdef idx_t[::1] rows_view
+    if rows == NULL:
+        raise MemoryError("cannot allocate the symbolic row structure")
+    try:
+        with nogil:
+            top = 0
+            for k in range(ncblk):
+                lcol = fcol[k + 1] - 1
+                start = top
+                # The rows of a cblk are at most n - lcol - 1: make room once.
+                if top + (n - lcol) > cap:
+                    while top + (n - lcol) > cap:
+                        cap *= 2
+                    grown = <idx_t*>realloc(rows, cap * sizeof(idx_t))
+                    if grown == NULL:
+                        with gil:
+                            raise MemoryError("cannot grow the symbolic row structure")
+                    rows = grown
+                for c in range(fcol[k], lcol + 1):
+                    for p in range(xadj[perm[c]], xadj[perm[c] + 1]):
+                        i = iperm[adjncy[p]]
+                        if i > lcol and mark[i] != k:
+                            mark[i] = k
+                            rows[top] = i
+                            top += 1
+                child = head[k]
+                while child != -1:
+                    for p in range(rowptr[child], rowptr[child + 1]):
+                        i = rows[p]
+                        if i > lcol and mark[i] != k:
+                            mark[i] = k
+                            rows[top] = i
+                            top += 1
+                    child = nxt[child]
+                qsort(&rows[start], top - start, sizeof(idx_t), _cmp_idx)
+                rowptr[k + 1] = top
+                if top > start:
+                    c = col2cblk[rows[start]]
+                    cparent[k] = c
+                    nxt[k] = head[c]
+                    head[c] = k
+        rows_a = np.empty(rowptr[ncblk], dtype=np.int64)
+        if rowptr[ncblk]:
+            rows_view = rows_a
+            memcpy(&rows_view[0], rows, rowptr[ncblk] * sizeof(idx_t))
+    finally:
+        free(rows)
+    return rowptr_a, rows_a, cparent_a
+
+
+def closure_violation(const idx_t[::1] rowptr, const idx_t[::1] rows,
+                      const idx_t[::1] cparent, const idx_t[::1] fcol):
+    """First cblk whose rows below its parent are not all rows of the parent, or -1.
+
+    This parent closure is what makes every update of a cblk land inside the
+    structure of the cblk it faces (by induction up the tree).
+    """
+    cdef idx_t ncblk = cparent.shape[0]
+    cdef idx_t k, par, p, q, qe, r, plast, bad = -1
+    with nogil:
+        for k in range(ncblk):
+            par = cparent[k]
+            if par == -1:
+                continue
+            plast = fcol[par + 1] - 1
+            q = rowptr[par]
+            qe = rowptr[par + 1]
+            for p in range(rowptr[k], rowptr[k + 1]):
+                r = rows[p]
+                if r <= plast:
+                    if r < fcol[par]:
+                        bad = k
+                        break
+                    continue
+                while q < qe and rows[q] < r:
+                    q += 1
+                if q == qe or rows[q] != r:
+                    bad = k
+                    break
+            if bad != -1:
+                break
+    return bad
+
+
+def tree_depth(const idx_t[::1] parent):
+    """Depth of every node of a forest whose parents are numbered after their children (roots: 1)."""
+    cdef idx_t n = parent.shape[0], k
+    cdef cnp.ndarray[idx_t, ndim=1] depth_a = np.ones(n, dtype=np.int64)
+    cdef idx_t[::1] depth = depth_a
+    with nogil:
+        for k in range(n - 1, -1, -1):
+            if parent[k] != -1:
+                depth[k] = depth[parent[k]] + 1
+    return depth_a

@@ -1,0 +1,145 @@
+# Graph kernels of the ordering engine: the symmetric adjacency of A + Aᵀ and graph compression.
+# cython: language_level=3
+
+import numpy as np
+
+cimport numpy as cnp
+from libc.stdint cimport int64_t
+
+cnp.import_array()
+
+ctypedef int64_t idx_t
+
+
+def symmetric_adjacency(idx_t n, const idx_t[::1] indptr, const idx_t[::1] indices):
+    """Adjacency of the pattern of A + Aᵀ, without the diagonal.
+
+    Parameters
+    ----------
+    n : int
+        Order of A.
+    indptr, indices : int64 arrays
+        Canonical CSC pattern of A (sorted rows, no duplicates).
+
+    Returns
+    -------
+    xadj, adjncy : int64 arrays
+        CSR adjacency; each list is sorted and free of duplicates.
+    """
+    cdef idx_t nnz = indptr[n]
+    cdef cnp.ndarray[idx_t, ndim=1] tptr_a = np.zeros(n + 1, dtype=np.int64)
+    cdef cnp.ndarray[idx_t, ndim=1] tind_a = np.empty(nnz, dtype=np.int64)
+    cdef cnp.ndarray[idx_t, ndim=1] xadj_a = np.zeros(n + 1, dtype=np.int64)
+    cdef idx_t[::1] tptr = tptr_a, tind = tind_a, xadj = xadj_a
+    cdef idx_t[::1] adjncy
+    cdef idx_t i, j, p, q, pe, qe, k, a, b, total
+    with nogil:
+        # Transpose (rows of A), sorted by construction.
+        for p in range(nnz):
+            tptr[indices[p] + 1] += 1
+        for i in range(n):
+            tptr[i + 1] += tptr[i]
+        for j in range(n):
+            for p in range(indptr[j], indptr[j + 1]):
+                i = indices[p]
+                tind[tptr[i]] = j
+                tptr[i] += 1
+        for i in range(n, 0, -1):
+            tptr[i] = tptr[i - 1]
+        tptr[0] = 0
+        # Pass 1 counts, pass 2 fills: merge column j of A with row j of A.
+        for j in range(n):
+            xadj[j + 1] = _merge(j, indices, indptr[j], indptr[j + 1],
+                                 tind, tptr[j], tptr[j + 1], NULL)
+        for j in range(n):
+            xadj[j + 1] += xadj[j]
+    adjncy_a = np.empty(xadj[n], dtype=np.int64)
+    adjncy = adjncy_a
+    with nogil:
+        for j in range(n):
+            _merge(j, indices, indptr[j], indptr[j + 1], tind, tptr[j], tptr[j + 1],
+                   &adjncy[xadj[j]] if xadj[j + 1] > xadj[j] else NULL)
+    return xadj_a, adjncy_a
+
+
+cdef inline idx_t _merge(idx_t skip, const idx_t[::1] x, idx_t p, idx_t pe,
+                         const idx_t[::1] y, idx_t q, idx_t qe, idx_t* out) noexcept nogil:
+    """Merge two sorted index lists without duplicates and without ``skip``; count or write."""
+    cdef idx_t k = 0, v
+    while p < pe or q < qe:
+        if q >= qe or (p < pe and x[p] < y[q]):
+            v = x[p]
+            p += 1
+        elif p >= pe or y[q] < x[p]:
+            v = y[q]
+            q += 1
+        else:
+            v = x[p]
+            p += 1
+            q += 1
+        if v != skip:
+            if out != NULL:
+                out[k] = v
+            k += 1
+    return k
+
+
+def indistinguishable_groups(idx_t n, const idx_t[::1] xadj, const idx_t[::1] adjncy):
+    """Group vertices whose closed neighbourhoods N[v] = N(v) ∪ {v} are equal.
+
+    Such vertices (the unknowns of one mesh node in a multi-dof problem) can be
+    ordered as one weighted vertex without changing the fill of a minimum-degree
+    or nested-dissection ordering.
+
+    Returns
+    -------
+    group : int64 array of length n
+        ``group[v]`` is the index of v's group; groups are numbered in the order
+        of their smallest vertex.
+    ngroups : int
+    """
+    cdef cnp.ndarray[idx_t, ndim=1] group_a = np.full(n, -1, dtype=np.int64)
+    cdef cnp.ndarray[idx_t, ndim=1] key_a = np.empty(n, dtype=np.int64)
+    cdef cnp.ndarray[idx_t, ndim=1] mark_a = np.full(n, -1, dtype=np.int64)
+    cdef cnp.ndarray[idx_t, ndim=1] leader_a = np.full(n, -1, dtype=np.int64)
+    cdef idx_t[::1] group = group_a, key = key_a, mark = mark_a, leader = leader_a
+    cdef idx_t v, u, w, p, deg, ngroups = 0
+    cdef bint same
+    with nogil:
+        for v in range(n):
+            key[v] = v
+            for p in range(xadj[v], xadj[v + 1]):
+                key[v] += adjncy[p]
+    # Candidates share degree and key, and are adjacent: only neighbours are compared.
+    with nogil:
+        for v in range(n):
+            if leader[v] != -1:
+                continue
+            leader[v] = v
+            deg = xadj[v + 1] - xadj[v]
+            mark[v] = v
+            for p in range(xadj[v], xadj[v + 1]):
+                mark[adjncy[p]] = v
+            for p in range(xadj[v], xadj[v + 1]):
+                u = adjncy[p]
+                if u < v or leader[u] != -1 or key[u] != key[v]:
+                    continue
+                if xadj[u + 1] - xadj[u] != deg:
+                    continue
+                same = True
+                for w in range(xadj[u], xadj[u + 1]):
+                    if mark[adjncy[w]] != v:
+                        same = False
+                        break
+                if same:
+                    leader[u] = v
+        # Renumber leaders into consecutive group indices.
+        for v in range(n):
+            if leader[v] == v:
+                mark[v] = ngroups
+                ngroups += 1
+            else:
+                mark[v] = -1
+        for v in range(n):
+            group[v] = mark[leader[v]]
+    return group_a, ngroups

@@ -1,0 +1,33 @@
+"""pastixpy: a sparse direct solver for Python in the lineage of PaStiX.
+
+Phases: :func:`analyze` (ordering and symbolic factorization, from the pattern
+only), then the numeric factorization and solve built on its result.
+"""
+
+from .analysis import Analysis, analyze
+from .errors import (
+    InvalidInputError,
+    NotPositiveDefiniteError,
+    OptionError,
+    PastixError,
+    PatternMismatchError,
+    SingularMatrixError,
+)
+from .ordering import Ordering
+from .symbolic import EliminationTree, SymbolMatrix
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Analysis",
+    "EliminationTree",
+    "InvalidInputError",
+    "NotPositiveDefiniteError",
+    "OptionError",
+    "Ordering",
+    "PastixError",
+    "PatternMismatchError",
+    "SingularMatrixError",
+    "SymbolMatrix",
+    "analyze",
+]

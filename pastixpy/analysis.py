@@ -1,0 +1,258 @@
+"""Analysis driver: matrix → ordering → elimination tree → supernodes → block structure.
+
+The analysis uses A's pattern only, so one :class:`Analysis` serves every
+numeric factorization of matrices with that pattern.
+"""
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import _symbolic
+from .errors import PastixError
+from .matrix import canonical_csc, matrix_symmetry, symmetric_pattern
+from .options import parse_option
+from .ordering import Ordering, order
+from .symbolic import EliminationTree, SymbolMatrix, block_symbol, elimination_tree, supernode_partition
+
+#: Factorization kinds; ``"auto"`` is resolved from A's values.
+KINDS = {"auto": set(), "llt": set(), "ldlt": set(), "ldlh": set(), "lu": set()}
+
+#: Dtypes the memory forecast is given for.
+FORECAST_DTYPES = ("float32", "float64", "complex64", "complex128")
+
+
+@dataclass(frozen=True, repr=False)
+class Analysis:
+    """Result of :func:`analyze`: everything the numeric phase needs that depends on the pattern.
+
+    Attributes
+    ----------
+    n : int
+    kind : str
+        ``"llt"``, ``"ldlt"``, ``"ldlh"`` or ``"lu"``.
+    ordering : Ordering
+        What the ordering method produced, before postordering.
+    tree : EliminationTree
+        Postordered elimination tree, column counts, separator tree.
+    symbol : SymbolMatrix
+        Block structure of the factor.
+    stats : dict
+        Sizes, fill, flops, memory forecast and seconds per step (see :func:`analyze`).
+    """
+
+    n: int
+    kind: str
+    ordering: Ordering
+    tree: EliminationTree
+    symbol: SymbolMatrix
+    stats: dict = field(default_factory=dict)
+    # The pattern of A + Aᵀ the analysis was made for (checked by check()).
+    xadj: np.ndarray = field(default=None)
+    adjncy: np.ndarray = field(default=None)
+
+    @property
+    def perm(self):
+        """``perm[k]`` is the original index of the k-th pivot."""
+        return self.tree.perm
+
+    @property
+    def iperm(self):
+        """``iperm[i]`` is the pivot position of original index i."""
+        return self.tree.iperm
+
+    @property
+    def separators(self):
+        """Separator tree as ``(ptr, parent)``: node s holds pivots ``ptr[s]:ptr[s+1]``."""
+        return self.tree.sep_ptr, self.tree.sep_parent
+
+    def memory_forecast(self, dtype="float64", kind=None):
+        """Bytes of factor storage for a value dtype (L, plus U for LU).
+
+        Examples
+        --------
+        >>> import scipy.sparse as sp
+        >>> an = analyze(sp.eye(4, format="csc"), ordering="natural")
+        >>> an.memory_forecast("float32")
+        16
+        """
+        kind = self.kind if kind is None else kind
+        copies = 2 if kind == "lu" else 1
+        return copies * self.symbol.nnz_stored * np.dtype(dtype).itemsize
+
+    def check(self):
+        """Verify every invariant of the analysis; raise PastixError on a violation.
+
+        Checks the permutation, the elimination tree (parents come later), the
+        block structure (:meth:`SymbolMatrix.check`), that every entry of the
+        permuted A + Aᵀ lies inside the structure, and that the stored structure
+        holds at least the exact fill.
+        """
+        n, perm = self.n, self.perm
+        if perm.shape != (n,) or not np.array_equal(np.sort(perm), np.arange(n)):
+            raise PastixError("analysis invariant violated: perm is not a permutation of range(n)")
+        parent = self.tree.parent
+        if np.any((parent != -1) & (parent <= np.arange(n))):
+            raise PastixError("analysis invariant violated: an etree parent precedes its child")
+        self.symbol.check()
+        sym = self.symbol
+        iperm = self.iperm
+        rows = iperm[self.adjncy]
+        cols = np.repeat(iperm, np.diff(self.xadj))
+        low = rows > cols
+        rows, cols = rows[low], cols[low]
+        k = sym.col2cblk()[cols]
+        below = rows > sym.cblk_lcolnum[k]
+        rows, k = rows[below], k[below]
+        # Each entry below a diagonal block must fall inside one of that cblk's bloks.
+        key = sym.blok_lcblknm * n + sym.blok_frownum
+        b = np.searchsorted(key, k * n + rows, side="right") - 1
+        ok = (b >= 0) & (sym.blok_lcblknm[np.maximum(b, 0)] == k)
+        ok &= sym.blok_lrownum[np.maximum(b, 0)] >= rows
+        if not ok.all():
+            i = int(np.flatnonzero(~ok)[0])
+            raise PastixError(
+                f"analysis invariant violated: entry ({int(rows[i])}, cblk {int(k[i])}) of the "
+                "permuted matrix lies outside the block structure"
+            )
+        if sym.nnz_stored < self.tree.nnz:
+            raise PastixError("analysis invariant violated: the structure stores less than nnz(L)")
+
+    def __repr__(self):
+        s = self.stats
+        return (
+            f"<Analysis n={self.n} kind={self.kind} ordering={self.ordering.method} "
+            f"nnz(L)={s['nnz_L']} stored={s['nnz_L_stored']} flops={s['flops']:.3g} "
+            f"cblk={s['n_cblk']} blok={s['n_blok']}>"
+        )
+
+    def draw_tree(self, ax=None, *, max_nodes=3000):
+        """Draw the cblk tree (children below parents) with igraph's Reingold-Tilford layout.
+
+        Needs matplotlib. Node sizes grow with cblk widths.
+        """
+        import igraph
+        import matplotlib.pyplot as plt
+
+        sym = self.symbol
+        if sym.ncblk > max_nodes:
+            raise ValueError(f"{sym.ncblk} cblks is too many to draw (max_nodes={max_nodes})")
+        parent = sym.cblk_parent
+        kids = np.flatnonzero(parent >= 0)
+        roots = np.flatnonzero(parent < 0).tolist()
+        g = igraph.Graph(n=sym.ncblk, edges=list(zip(parent[kids].tolist(), kids.tolist())))
+        coords = np.array(g.layout_reingold_tilford(mode="out", root=roots).coords)
+        if ax is None:
+            _, ax = plt.subplots(figsize=(8, 5))
+        for k in kids:
+            p = parent[k]
+            ax.plot(coords[[k, p], 0], coords[[k, p], 1], color="0.6", lw=0.5, zorder=1)
+        ax.scatter(coords[:, 0], coords[:, 1], s=4 + 2 * np.sqrt(sym.cblk_width), zorder=2)
+        ax.invert_yaxis()
+        ax.set_axis_off()
+        ax.set_title(f"cblk tree: {sym.ncblk} nodes, height {self.stats['tree_height']}")
+        return ax
+
+
+def analyze(A, *, ordering="metis", kind="auto", amalgamation=True, split=(128, 256)):
+    """Analyse the sparsity pattern of A: ordering, symbolic factorization, block structure.
+
+    Parameters
+    ----------
+    A : scipy sparse matrix or array (any format), or dense array_like
+        Square matrix. Only its pattern is used (plus its values' symmetry when
+        ``kind="auto"``); the pattern of A + Aᵀ is analysed, for LU too.
+    ordering : str, (str, dict) or array_like
+        ``"metis"`` (nested dissection, default; kwargs ``seed``, ``compress``),
+        ``"amd"`` (kwargs ``dense``, ``aggressive``, ``compress``), ``"rcm"``,
+        ``"natural"``, or a permutation array (``perm[k]`` = original index of
+        the k-th pivot). The result is postordered, which keeps the fill.
+    kind : {"auto", "llt", "ldlt", "ldlh", "lu"}
+        Factorization the analysis is for: it sets the memory forecast. With
+        ``"auto"``, symmetric/Hermitian matrices give ``"llt"``, others ``"lu"``.
+    amalgamation : bool
+        Relaxed amalgamation of small supernodes (fewer, larger BLAS calls).
+    split : (int, int) or None
+        Min and max panel width when splitting wide cblks; None to keep them.
+
+    Returns
+    -------
+    Analysis
+        With ``stats`` holding ``n``, ``nnz_A``, ``nnz_L`` (exact structural
+        nonzeros of the Cholesky factor of the permuted A + Aᵀ, diagonal
+        included, before amalgamation), ``nnz_L_stored`` (entries stored,
+        padding included), ``flops`` (LLᵀ), ``n_cblk``, ``n_blok``,
+        ``tree_height`` (cblk tree), ``etree_height``, ``n_separators``,
+        ``n_ordered`` (vertices after graph compression), ``amalgamation_zeros``,
+        ``memory_bytes`` (factor storage of this kind in float64),
+        ``memory_bytes_by_dtype`` and ``seconds`` (per step, and ``total``).
+
+    Raises
+    ------
+    InvalidInputError
+        Non-square, empty, non-numeric or non-finite A; a permutation that is not one.
+    OptionError
+        An unknown ordering or kind, or an unknown option parameter.
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> A = sp.diags([-1, 2, -1], [-1, 0, 1], shape=(100, 100), format="csc")
+    >>> an = analyze(A)
+    >>> an.stats["nnz_L"]
+    199
+    >>> an.check()
+    """
+    kind, _ = parse_option(kind, KINDS, "kind")
+    seconds = {}
+    t = time.perf_counter()
+
+    def lap(step):
+        nonlocal t
+        now = time.perf_counter()
+        seconds[step] = now - t
+        t = now
+
+    C = canonical_csc(A)
+    if kind == "auto":
+        kind = "lu" if matrix_symmetry(C) == "general" else "llt"
+    lap("canonicalize")
+    n = C.shape[0]
+    xadj, adjncy = symmetric_pattern(C)
+    lap("graph")
+    ordered = order(xadj, adjncy, ordering)
+    lap("ordering")
+    tree = elimination_tree(xadj, adjncy, ordered.perm)
+    lap("etree")
+    fcol, n_zeros = supernode_partition(tree, amalgamation=amalgamation, split=split)
+    lap("supernodes")
+    symbol = block_symbol(xadj, adjncy, tree, fcol)
+    lap("blocks")
+    depth = _symbolic.tree_depth(symbol.cblk_parent)
+    etree_depth = _symbolic.tree_depth(tree.parent)
+    seconds["total"] = sum(seconds.values())
+    copies = 2 if kind == "lu" else 1
+    by_dtype = {d: copies * symbol.nnz_stored * np.dtype(d).itemsize for d in FORECAST_DTYPES}
+    stats = {
+        "n": n,
+        "nnz_A": int(C.nnz),
+        "nnz_L": tree.nnz,
+        "nnz_L_stored": symbol.nnz_stored,
+        "fill_ratio": tree.nnz / max(1, C.nnz),
+        "flops": tree.flops,
+        "n_cblk": symbol.ncblk,
+        "n_blok": symbol.nblok,
+        "tree_height": int(depth.max()),
+        "etree_height": int(etree_depth.max()),
+        "n_separators": int(tree.sep_ptr.size - 1),
+        "n_ordered": ordered.n_ordered,
+        "amalgamation_zeros": int(n_zeros),
+        "kind": kind,
+        "ordering": ordered.method,
+        "memory_bytes": by_dtype["float64"],
+        "memory_bytes_by_dtype": by_dtype,
+        "seconds": seconds,
+        "ordering_seconds": dict(ordered.seconds),
+    }
+    return Analysis(n, kind, ordered, tree, symbol, stats, xadj, adjncy)

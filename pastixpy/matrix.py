@@ -1,0 +1,145 @@
+"""Input checks and the canonical form of a matrix: CSC, sorted, duplicates summed."""
+
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse import SparseEfficiencyWarning
+
+from .errors import InvalidInputError
+
+#: Value dtypes the numeric kernels compute in; other numeric inputs are converted.
+SUPPORTED_DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
+
+
+def canonical_csc(A, argname="A"):
+    """Validate a square matrix and return it as a canonical CSC array.
+
+    Canonical means: ``scipy.sparse.csc_array``, row indices sorted within each
+    column, duplicates summed, int64 index arrays, values in one of
+    :data:`SUPPORTED_DTYPES` (booleans and integers become float64), all finite.
+    The input is never modified.
+
+    Parameters
+    ----------
+    A : scipy sparse matrix or array, or dense array_like
+        Dense input is accepted with a ``SparseEfficiencyWarning``.
+    argname : str
+        Name used in error messages.
+
+    Returns
+    -------
+    scipy.sparse.csc_array
+
+    Raises
+    ------
+    InvalidInputError
+        Not 2-D, not square, empty, a non-numeric dtype, an index array that
+        cannot be converted to int64, or a NaN/Inf value (the column is named).
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> C = canonical_csc(sp.coo_array(([1.0, 2.0, 3.0], ([0, 1, 0], [0, 1, 0]))))
+    >>> C.toarray()
+    array([[4., 0.],
+           [0., 2.]])
+    """
+    if not sp.issparse(A):
+        try:
+            dense = np.asarray(A)
+        except Exception as exc:
+            raise InvalidInputError(f"{argname} cannot be read as a matrix: {exc}") from exc
+        if dense.ndim != 2:
+            raise InvalidInputError(f"{argname} must be 2-D, got {dense.ndim}-D input")
+        warnings.warn(
+            f"{argname} is dense; converting it to a sparse matrix (pass a scipy.sparse "
+            "matrix to avoid the copy)",
+            SparseEfficiencyWarning,
+            stacklevel=3,
+        )
+        _check_dtype(dense.dtype, argname)
+        A = sp.csc_array(dense)
+    if A.ndim != 2:
+        raise InvalidInputError(f"{argname} must be 2-D, got shape {A.shape}")
+    nrows, ncols = A.shape
+    if nrows != ncols:
+        raise InvalidInputError(
+            f"{argname} must be square, got shape {A.shape}; a direct solver needs a square "
+            "system (use scipy.sparse.linalg.lsqr for least squares)"
+        )
+    if nrows == 0:
+        raise InvalidInputError(f"{argname} is empty (0x0): there is nothing to factorize")
+    dtype = _check_dtype(A.dtype, argname)
+    _as_index(A.indptr if A.format in ("csc", "csr") else A.coords[0], argname)
+    C = sp.csc_array(A, dtype=dtype, copy=True)
+    C.sum_duplicates()  # also sorts the row indices
+    C.indptr = _as_index(C.indptr, argname)
+    C.indices = _as_index(C.indices, argname)
+    if not np.isfinite(C.data).all():
+        bad = np.flatnonzero(~np.isfinite(C.data))[0]
+        col = int(np.searchsorted(C.indptr, bad, side="right") - 1)
+        raise InvalidInputError(
+            f"{argname} has a NaN or Inf value at row {int(C.indices[bad])}, column {col}: "
+            "fix the assembly of the matrix"
+        )
+    return C
+
+
+def _check_dtype(dtype, argname):
+    """The supported value dtype that a given input dtype converts to, or an error."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "biu":
+        return np.dtype(np.float64)
+    if dtype.kind == "f":
+        return np.dtype(np.float32 if dtype.itemsize <= 4 else np.float64)
+    if dtype.kind == "c":
+        return np.dtype(np.complex64 if dtype.itemsize <= 8 else np.complex128)
+    raise InvalidInputError(
+        f"{argname} has dtype {dtype}, which is not numeric: give real or complex values"
+    )
+
+
+def _as_index(arr, argname):
+    """int64 copy of an index array, refusing what does not convert exactly."""
+    arr = np.asarray(arr)
+    if arr.dtype.kind not in "iu":
+        raise InvalidInputError(
+            f"{argname} has index arrays of dtype {arr.dtype}; they must be integers"
+        )
+    if arr.dtype == np.uint64 and arr.size and arr.max() > np.iinfo(np.int64).max:
+        raise InvalidInputError(f"{argname} has index values too large for int64")
+    return arr.astype(np.int64, copy=False)
+
+
+def symmetric_pattern(C):
+    """Adjacency (xadj, adjncy) of the pattern of C + Cᵀ without the diagonal, int64, sorted."""
+    from ._graph import symmetric_adjacency
+
+    return symmetric_adjacency(C.shape[0], C.indptr, C.indices)
+
+
+def matrix_symmetry(C):
+    """Classify a canonical matrix by its values: ``"hermitian"``, ``"symmetric"`` or ``"general"``.
+
+    Real symmetric matrices are ``"symmetric"``; a complex matrix equal to its
+    conjugate transpose (real diagonal) is ``"hermitian"``, one equal to its
+    transpose is ``"symmetric"``. Explicit zeros do not count.
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> matrix_symmetry(sp.csc_array([[2.0, 1j], [-1j, 3.0]]))
+    'hermitian'
+    """
+
+    def is_zero(D):
+        D = sp.csc_array(D)
+        D.eliminate_zeros()
+        return D.nnz == 0
+
+    if np.iscomplexobj(C.data):
+        if is_zero(C - C.conj().T):
+            return "hermitian"
+        return "symmetric" if is_zero(C - C.T) else "general"
+    return "symmetric" if is_zero(C - C.T) else "general"
