@@ -71,7 +71,8 @@ def canonical_csc(A, argname="A"):
     if nrows == 0:
         raise InvalidInputError(f"{argname} is empty (0x0): there is nothing to factorize")
     dtype = _check_dtype(A.dtype, argname)
-    _as_index(A.indptr if A.format in ("csc", "csr") else A.coords[0], argname)
+    for index in _index_arrays(A):
+        _as_index(index, argname)
     C = sp.csc_array(A, dtype=dtype, copy=True)
     C.sum_duplicates()  # also sorts the row indices
     C.indptr = _as_index(C.indptr, argname)
@@ -98,6 +99,12 @@ def _check_dtype(dtype, argname):
     raise InvalidInputError(
         f"{argname} has dtype {dtype}, which is not numeric: give real or complex values"
     )
+
+
+def _index_arrays(A):
+    """The index arrays a sparse input carries, whatever its format."""
+    arrays = [getattr(A, name) for name in ("indptr", "indices", "offsets") if hasattr(A, name)]
+    return arrays + list(getattr(A, "coords", ()))
 
 
 def _as_index(arr, argname):

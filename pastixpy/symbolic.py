@@ -379,7 +379,7 @@ def block_symbol(xadj, adjncy, tree, fcol):
             | (col2cblk[rows[1:]] != col2cblk[rows[:-1]])
         )
     starts = np.flatnonzero(new)
-    ends = np.append(starts[1:], rows.size) - 1
+    ends = np.append(starts[1:], rows.size)[: starts.size] - 1
     off_owner = owner[starts]
     nblok_per = 1 + np.bincount(off_owner, minlength=ncblk)
     bloknum = np.zeros(ncblk + 1, dtype=np.int64)

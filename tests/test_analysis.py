@@ -1,0 +1,221 @@
+"""Analysis phase: exact fill against brute force, invariants, statistics, orderings."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from conftest import (
+    GENERATED,
+    brute_force_nnz_L,
+    elimination_game_nnz_L,
+    load_shared,
+    random_pattern,
+    shared_params,
+)
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import pastixpy
+from pastixpy.gallery import laplacian, vector_laplacian
+
+ORDERINGS = ["metis", "amd", "rcm", "natural"]
+
+STAT_KEYS = {
+    "n", "nnz_A", "nnz_L", "nnz_L_stored", "flops", "n_cblk", "n_blok", "tree_height",
+    "memory_bytes", "seconds",
+}
+
+
+@pytest.mark.parametrize("ordering", ORDERINGS)
+@pytest.mark.parametrize("case", sorted(GENERATED))
+def test_generated_nnz_L_matches_brute_force(case, ordering):
+    A = GENERATED[case]()
+    an = pastixpy.analyze(A, ordering=ordering)
+    an.check()
+    assert an.stats["nnz_L"] == brute_force_nnz_L(A, an.perm)
+    assert an.stats["nnz_L_stored"] >= an.stats["nnz_L"]
+
+
+@pytest.mark.parametrize("name", shared_params())
+def test_shared_matrix_analysis(name):
+    A = load_shared(name)
+    an = pastixpy.analyze(A)
+    an.check()
+    assert an.stats["nnz_L"] == brute_force_nnz_L(A, an.perm)
+    assert STAT_KEYS <= set(an.stats)
+
+
+@pytest.mark.parametrize("name", ["west0479", "young4c", "mhd1280b"])
+@pytest.mark.parametrize("ordering", ["amd", "rcm", "natural"])
+def test_shared_matrix_other_orderings(name, ordering):
+    A = load_shared(name)
+    an = pastixpy.analyze(A, ordering=ordering)
+    an.check()
+    assert an.stats["nnz_L"] == brute_force_nnz_L(A, an.perm)
+
+
+def test_brute_force_references_agree():
+    A = random_pattern(40, 0.08, seed=1)
+    perm = np.random.default_rng(2).permutation(40)
+    assert brute_force_nnz_L(A, perm) == elimination_game_nnz_L(A, perm)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    n=st.integers(1, 45),
+    density=st.floats(0.0, 0.3),
+    seed=st.integers(0, 2**32 - 1),
+    ordering=st.sampled_from(ORDERINGS + ["random"]),
+    symmetric=st.booleans(),
+)
+def test_random_patterns(n, density, seed, ordering, symmetric):
+    A = random_pattern(n, density, seed, symmetric=symmetric)
+    if ordering == "random":
+        ordering = np.random.default_rng(seed).permutation(n)
+    an = pastixpy.analyze(A, ordering=ordering, split=(2, 3))
+    an.check()
+    assert an.stats["nnz_L"] == elimination_game_nnz_L(A, an.perm)
+    assert sorted(an.perm.tolist()) == list(range(n))
+    assert np.array_equal(an.perm[an.iperm], np.arange(n))
+
+
+def test_user_permutation_is_kept_up_to_postorder():
+    A = laplacian((9, 9))
+    p = np.random.default_rng(0).permutation(81)
+    an = pastixpy.analyze(A, ordering=p)
+    assert an.ordering.method == "user"
+    assert np.array_equal(an.ordering.perm, p)
+    # Postordering is fill-equivalent.
+    assert an.stats["nnz_L"] == brute_force_nnz_L(A, p)
+
+
+def test_disconnected_graph_and_isolated_vertices():
+    blocks = [laplacian((6, 6)), sp.eye_array(3), laplacian((4, 3, 2)), sp.csc_array([[5.0]])]
+    A = sp.block_diag(blocks, format="csc")
+    for ordering in ORDERINGS:
+        an = pastixpy.analyze(A, ordering=ordering)
+        an.check()
+        assert an.stats["nnz_L"] == brute_force_nnz_L(A, an.perm)
+
+
+def test_one_by_one():
+    an = pastixpy.analyze(sp.csc_array([[3.0]]))
+    an.check()
+    assert an.stats["nnz_L"] == 1 and an.stats["n_cblk"] == 1
+
+
+def test_graph_compression_of_multidof_problem():
+    A = vector_laplacian((8, 8, 8), dofs=3)
+    an = pastixpy.analyze(A, ordering="metis")
+    an.check()
+    assert an.stats["n_ordered"] == 8**3
+    # The unknowns of one node stay consecutive.
+    nodes = an.perm // 3
+    assert np.all(nodes.reshape(-1, 3) == nodes[::3, None])
+    plain = pastixpy.analyze(A, ordering=("metis", {"compress": False}))
+    assert plain.stats["n_ordered"] == A.shape[0]
+    assert an.stats["nnz_L"] <= 1.1 * plain.stats["nnz_L"]
+
+
+def test_unsymmetric_pattern_uses_a_plus_at():
+    A = sp.csc_array(np.triu(np.ones((6, 6))) + np.eye(6))
+    an = pastixpy.analyze(A, ordering="natural")
+    assert an.kind == "lu"
+    assert an.stats["nnz_L"] == 21  # the symmetrized pattern is dense
+
+
+def test_kind_auto_and_memory_forecast():
+    A = laplacian((10, 10))
+    an = pastixpy.analyze(A)
+    assert an.kind == "llt"
+    stored = an.stats["nnz_L_stored"]
+    assert an.stats["memory_bytes"] == 8 * stored
+    assert an.memory_forecast("complex128", kind="lu") == 2 * 16 * stored
+    assert pastixpy.analyze(A, kind="lu").stats["memory_bytes"] == 16 * stored
+    assert an.stats["memory_bytes_by_dtype"]["float32"] == 4 * stored
+
+
+def test_flops_count():
+    A = laplacian((30,))
+    an = pastixpy.analyze(A, ordering="natural")
+    # Tridiagonal: n - 1 columns with 2 entries, the last with 1.
+    assert an.stats["flops"] == 4 * 29 + 1
+
+
+def test_split_limits_panel_width():
+    A = laplacian((12, 12, 12))
+    an = pastixpy.analyze(A, split=(16, 32))
+    assert an.symbol.cblk_width.max() <= 32
+    whole = pastixpy.analyze(A, split=None)
+    assert whole.symbol.cblk_width.max() > 32
+    assert an.stats["nnz_L"] == whole.stats["nnz_L"]
+    an.check()
+
+
+def test_no_amalgamation_gives_fundamental_supernodes():
+    A = laplacian((15, 15))
+    an = pastixpy.analyze(A, amalgamation=False, split=None)
+    assert an.stats["nnz_L_stored"] - an.stats["nnz_L"] == np.sum(
+        an.symbol.cblk_width * (an.symbol.cblk_width - 1) // 2
+    )
+    assert an.stats["amalgamation_zeros"] == 0
+
+
+def test_separator_tree_of_nested_dissection():
+    A = laplacian((31, 31))
+    an = pastixpy.analyze(A, ordering="metis")
+    ptr, parent = an.separators
+    roots = np.flatnonzero(parent == -1)
+    assert roots.size == 1
+    top = np.arange(ptr[roots[0]], ptr[roots[0] + 1])
+    # Removing the top separator disconnects the grid's graph.
+    keep = np.setdiff1d(np.arange(A.shape[0]), an.perm[top])
+    sub = sp.csc_array(A)[keep][:, keep]
+    ncomp, _ = sp.csgraph.connected_components(sub, directed=False)
+    assert ncomp >= 2
+    assert 20 <= top.size <= 62  # about one grid line
+    assert np.all((parent == -1) | (parent > np.arange(parent.size)))
+
+
+def test_analysis_is_immutable():
+    an = pastixpy.analyze(laplacian((5, 5)))
+    with pytest.raises(ValueError):
+        an.perm[0] = 1
+    with pytest.raises(AttributeError):
+        an.kind = "lu"
+
+
+def test_check_detects_corruption():
+    an = pastixpy.analyze(laplacian((8, 8)))
+    sym = an.symbol
+    broken = np.array(sym.blok_lrownum)
+    off = np.setdiff1d(np.arange(sym.nblok), sym.cblk_bloknum[:-1])
+    broken[off[0]] = sym.blok_frownum[off[0]] - 1
+    bad = type(sym)(sym.n, sym.cblk_fcolnum, sym.cblk_lcolnum, sym.cblk_bloknum,
+                    sym.blok_frownum, broken, sym.blok_lcblknm, sym.blok_fcblknm)
+    with pytest.raises(pastixpy.PastixError, match="empty or out-of-range"):
+        bad.check()
+    # Dropping an off-diagonal blok loses entries of A or breaks the closure.
+    keep = np.ones(sym.nblok, dtype=bool)
+    keep[off[-1]] = False
+    owner = sym.blok_lcblknm[off[-1]]
+    bloknum = sym.cblk_bloknum.copy()
+    bloknum[owner + 1 :] -= 1
+    dropped = type(sym)(sym.n, sym.cblk_fcolnum, sym.cblk_lcolnum, bloknum,
+                        sym.blok_frownum[keep], sym.blok_lrownum[keep],
+                        sym.blok_lcblknm[keep], sym.blok_fcblknm[keep])
+    corrupt = type(an)(an.n, an.kind, an.ordering, an.tree, dropped, an.stats, an.xadj, an.adjncy)
+    with pytest.raises(pastixpy.PastixError, match="invariant violated"):
+        corrupt.check()
+
+
+def test_repr_and_stats_seconds():
+    an = pastixpy.analyze(laplacian((6, 6)))
+    assert "Analysis" in repr(an) and "SymbolMatrix" in repr(an.symbol)
+    for step in ("canonicalize", "graph", "ordering", "etree", "supernodes", "blocks", "total"):
+        assert an.stats["seconds"][step] >= 0
+
+
+def test_dense_input_warns():
+    with pytest.warns(sp.SparseEfficiencyWarning, match="dense"):
+        an = pastixpy.analyze(np.eye(4) * 2)
+    assert an.n == 4

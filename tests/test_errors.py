@@ -1,0 +1,93 @@
+"""Bad input gets a clear error naming what is wrong."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import pastixpy
+from pastixpy.gallery import laplacian
+
+
+def test_non_square():
+    with pytest.raises(pastixpy.InvalidInputError, match=r"must be square, got shape \(3, 4\)"):
+        pastixpy.analyze(sp.random_array((3, 4), density=0.5, format="csr"))
+
+
+def test_empty():
+    with pytest.raises(pastixpy.InvalidInputError, match="empty"):
+        pastixpy.analyze(sp.csc_array((0, 0)))
+
+
+def test_not_2d():
+    with pytest.raises(pastixpy.InvalidInputError, match="2-D"):
+        pastixpy.analyze(np.ones(3))
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_value_names_the_column(bad):
+    A = laplacian((4, 4)).tolil()
+    A[5, 7] = bad
+    with pytest.raises(pastixpy.InvalidInputError, match="NaN or Inf value at row 5, column 7"):
+        pastixpy.analyze(A.tocsr())
+
+
+def test_non_numeric_dtype():
+    with pytest.warns(sp.SparseEfficiencyWarning):
+        with pytest.raises(pastixpy.InvalidInputError, match="dtype <U1, which is not numeric"):
+            pastixpy.analyze(np.array([["a", "b"], ["c", "d"]]))
+
+
+def test_float_index_arrays_are_refused():
+    A = laplacian((3, 3))
+    B = sp.csc_array((A.data, A.indices, A.indptr), shape=A.shape)
+    B.indices = B.indices.astype(np.float64)
+    with pytest.raises(pastixpy.InvalidInputError, match="index arrays of dtype float64"):
+        pastixpy.analyze(B)
+
+
+def test_index_dtypes_are_converted():
+    A = laplacian((5, 5))
+    B = sp.csc_array(A)
+    B.indices = B.indices.astype(np.int32)
+    B.indptr = B.indptr.astype(np.uint32)
+    assert pastixpy.analyze(B).stats["nnz_L"] == pastixpy.analyze(A).stats["nnz_L"]
+
+
+def test_unknown_ordering():
+    with pytest.raises(pastixpy.OptionError, match="unknown ordering 'scotch'"):
+        pastixpy.analyze(laplacian((3, 3)), ordering="scotch")
+
+
+def test_unknown_ordering_parameter():
+    with pytest.raises(pastixpy.OptionError, match=r"unknown parameter\(s\) \['nseps'\]"):
+        pastixpy.analyze(laplacian((3, 3)), ordering=("metis", {"nseps": 3}))
+
+
+def test_malformed_option():
+    with pytest.raises(pastixpy.OptionError, match="is not understood"):
+        pastixpy.analyze(laplacian((3, 3)), ordering=("metis",))
+
+
+def test_unknown_kind():
+    with pytest.raises(pastixpy.OptionError, match="unknown kind 'qr'"):
+        pastixpy.analyze(laplacian((3, 3)), kind="qr")
+
+
+@pytest.mark.parametrize(
+    "perm, message",
+    [
+        ([0, 1, 2], "permutation of range\\(9\\)"),
+        ([0, 1, 2, 3, 4, 5, 6, 7, 7], "index 7 appears 2 times and 1 indices are missing"),
+        ([0, 1, 2, 3, 4, 5, 6, 7, 9], "outside range\\(9\\)"),
+        ([0.5] * 9, "must hold integers"),
+    ],
+)
+def test_bad_user_permutation(perm, message):
+    with pytest.raises(pastixpy.InvalidInputError, match=message):
+        pastixpy.analyze(laplacian((3, 3)), ordering=np.array(perm))
+
+
+def test_errors_are_value_errors_and_pastix_errors():
+    assert issubclass(pastixpy.InvalidInputError, ValueError)
+    assert issubclass(pastixpy.InvalidInputError, pastixpy.PastixError)
+    assert issubclass(pastixpy.OptionError, ValueError)
