@@ -14,7 +14,13 @@ from .errors import PastixError
 from .matrix import canonical_csc, matrix_symmetry, symmetric_pattern
 from .options import parse_option
 from .ordering import Ordering, order
-from .symbolic import EliminationTree, SymbolMatrix, block_symbol, elimination_tree, supernode_partition
+from .symbolic import (
+    EliminationTree,
+    SymbolMatrix,
+    block_symbol,
+    elimination_tree,
+    supernode_partition,
+)
 
 #: Factorization kinds; ``"auto"`` is resolved from A's values.
 KINDS = {"auto": set(), "llt": set(), "ldlt": set(), "ldlh": set(), "lu": set()}
@@ -141,7 +147,8 @@ class Analysis:
         parent = sym.cblk_parent
         kids = np.flatnonzero(parent >= 0)
         roots = np.flatnonzero(parent < 0).tolist()
-        g = igraph.Graph(n=sym.ncblk, edges=list(zip(parent[kids].tolist(), kids.tolist())))
+        edges = np.column_stack([parent[kids], kids]).tolist()
+        g = igraph.Graph(n=sym.ncblk, edges=edges)
         coords = np.array(g.layout_reingold_tilford(mode="out", root=roots).coords)
         if ax is None:
             _, ax = plt.subplots(figsize=(8, 5))

@@ -38,9 +38,15 @@ def _parser():
         help="order a matrix and forecast the fill, flops and memory of its factorization",
     )
     src = a.add_mutually_exclusive_group(required=True)
-    src.add_argument("matrix", nargs="?", help="Matrix Market (.mtx, .mtx.gz) or Harwell-Boeing file")
-    src.add_argument("--example", type=example_matrix, metavar="NAME:SIZE",
-                     help="a built-in problem: " + ", ".join(f"{k}:SIZE" for k in EXAMPLES))
+    src.add_argument(
+        "matrix", nargs="?", help="Matrix Market (.mtx, .mtx.gz) or Harwell-Boeing file"
+    )
+    src.add_argument(
+        "--example",
+        type=example_matrix,
+        metavar="NAME:SIZE",
+        help="a built-in problem: " + ", ".join(f"{k}:SIZE" for k in EXAMPLES),
+    )
     a.add_argument("--ordering", choices=sorted(ORDERINGS), default="metis")
     a.add_argument("--kind", choices=["auto", "llt", "ldlt", "ldlh", "lu"], default="auto")
     a.add_argument("--json", action="store_true", help="print the statistics as JSON")
@@ -56,14 +62,19 @@ def format_stats(stats):
         ("kind", stats["kind"]),
         ("ordering", f"{stats['ordering']} ({stats['n_ordered']:,} vertices ordered)"),
         ("nonzeros of L", f"{stats['nnz_L']:,}  ({stats['fill_ratio']:.1f} x nnz(A))"),
-        ("stored entries of L", f"{stats['nnz_L_stored']:,}  "
-                                f"({stats['nnz_L_stored'] / max(1, stats['nnz_L']):.2f} x nnz(L))"),
+        (
+            "stored entries of L",
+            f"{stats['nnz_L_stored']:,}  "
+            f"({stats['nnz_L_stored'] / max(1, stats['nnz_L']):.2f} x nnz(L))",
+        ),
         ("LLᵀ flops", f"{stats['flops']:.4g}"),
         ("column blocks", f"{stats['n_cblk']:,}"),
         ("blocks", f"{stats['n_blok']:,}"),
         ("tree height", f"{stats['tree_height']} cblks, {stats['etree_height']} columns"),
-        ("factor memory", "  ".join(f"{d} {b / mib:,.1f} MiB"
-                                    for d, b in stats["memory_bytes_by_dtype"].items())),
+        (
+            "factor memory",
+            "  ".join(f"{d} {b / mib:,.1f} MiB" for d, b in stats["memory_bytes_by_dtype"].items()),
+        ),
     ]
     rows += [(f"time: {step}", f"{sec:.3f} s") for step, sec in stats["seconds"].items()]
     width = max(len(k) for k, _ in rows)

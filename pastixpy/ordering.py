@@ -161,7 +161,8 @@ def quotient_graph(xadj, adjncy, groups, ngroups):
     cols = groups[adjncy]
     keep = rows != cols
     q = sp.csr_array(
-        (np.ones(int(keep.sum()), dtype=np.int8), (rows[keep], cols[keep])), shape=(ngroups, ngroups)
+        (np.ones(int(keep.sum()), dtype=np.int8), (rows[keep], cols[keep])),
+        shape=(ngroups, ngroups),
     )
     q.sum_duplicates()
     return q.indptr.astype(np.int64), q.indices.astype(np.int64), weights

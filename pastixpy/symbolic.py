@@ -108,7 +108,7 @@ def elimination_tree(xadj, adjncy, perm):
 
 
 def _coarsen_tree(starts, parent):
-    """Ranges ``ptr`` of a partition of a postordered tree into contiguous pieces, and their parents."""
+    """Cut a postordered tree into contiguous pieces where ``starts``; their ranges and parents."""
     n = parent.shape[0]
     ptr = np.append(np.flatnonzero(starts), n).astype(np.int64)
     owner = np.repeat(np.arange(ptr.size - 1, dtype=np.int64), np.diff(ptr))
@@ -221,8 +221,10 @@ class SymbolMatrix:
     @property
     def cblk_stride(self):
         """Rows of each cblk's panel: the heights of its bloks, diagonal included."""
-        return np.add.reduceat(self.blok_height, self.cblk_bloknum[:-1]) if self.nblok else (
-            np.zeros(0, dtype=np.int64)
+        return (
+            np.add.reduceat(self.blok_height, self.cblk_bloknum[:-1])
+            if self.nblok
+            else (np.zeros(0, dtype=np.int64))
         )
 
     @property
@@ -230,8 +232,13 @@ class SymbolMatrix:
         """Row offset of each blok inside its cblk's panel."""
         h = self.blok_height
         ends = np.cumsum(h)
-        return ends - h - np.repeat(ends[self.cblk_bloknum[:-1]] - h[self.cblk_bloknum[:-1]],
-                                    np.diff(self.cblk_bloknum))
+        return (
+            ends
+            - h
+            - np.repeat(
+                ends[self.cblk_bloknum[:-1]] - h[self.cblk_bloknum[:-1]], np.diff(self.cblk_bloknum)
+            )
+        )
 
     @property
     def cblk_parent(self):
@@ -282,8 +289,10 @@ class SymbolMatrix:
             fail("a blok has an empty or out-of-range row interval")
         if np.any(fr[off] <= l[lc[off]]):
             fail("an off-diagonal blok is not strictly below its cblk's diagonal block")
-        if np.any(fc[off] <= lc[off]) or np.any(fr[off] < f[fc[off]]) or np.any(
-            lr[off] > l[fc[off]]
+        if (
+            np.any(fc[off] <= lc[off])
+            or np.any(fr[off] < f[fc[off]])
+            or np.any(lr[off] > l[fc[off]])
         ):
             fail("an off-diagonal blok does not lie inside the columns of a later cblk it faces")
         nxt = np.flatnonzero(off[1:] & (owner[1:] == owner[:-1]) & off[:-1])
@@ -341,7 +350,7 @@ class SymbolMatrix:
         diag[self.cblk_bloknum[:-1]] = True
         rects = [
             Rectangle((f[k], r0), w[k], r1 - r0 + 1)
-            for k, r0, r1 in zip(lc, self.blok_frownum, self.blok_lrownum)
+            for k, r0, r1 in zip(lc, self.blok_frownum, self.blok_lrownum, strict=True)
         ]
         colors = np.where(diag, "tab:red", "tab:blue")
         ax.add_collection(PatchCollection(rects, facecolor=colors, edgecolor="k", linewidth=0.2))

@@ -11,7 +11,9 @@ import scipy.sparse as sp
 from pastixpy.gallery import laplacian, vector_laplacian
 
 #: The real matrices shipped beside the project (absent on some machines: tests skip).
-MATRIX_DIR = Path(os.environ.get("PASTIXPY_MATRICES", Path(__file__).parents[1] / ".." / "shared" / "matrices"))
+MATRIX_DIR = Path(
+    os.environ.get("PASTIXPY_MATRICES", Path(__file__).parents[1] / ".." / "shared" / "matrices")
+)
 
 
 def shared_matrix_names():

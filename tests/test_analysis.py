@@ -3,6 +3,12 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import pastixpy
+from pastixpy.gallery import laplacian, vector_laplacian
+
 from conftest import (
     GENERATED,
     brute_force_nnz_L,
@@ -11,17 +17,20 @@ from conftest import (
     random_pattern,
     shared_params,
 )
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
-import pastixpy
-from pastixpy.gallery import laplacian, vector_laplacian
 
 ORDERINGS = ["metis", "amd", "rcm", "natural"]
 
 STAT_KEYS = {
-    "n", "nnz_A", "nnz_L", "nnz_L_stored", "flops", "n_cblk", "n_blok", "tree_height",
-    "memory_bytes", "seconds",
+    "n",
+    "nnz_A",
+    "nnz_L",
+    "nnz_L_stored",
+    "flops",
+    "n_cblk",
+    "n_blok",
+    "tree_height",
+    "memory_bytes",
+    "seconds",
 }
 
 
@@ -190,8 +199,16 @@ def test_check_detects_corruption():
     broken = np.array(sym.blok_lrownum)
     off = np.setdiff1d(np.arange(sym.nblok), sym.cblk_bloknum[:-1])
     broken[off[0]] = sym.blok_frownum[off[0]] - 1
-    bad = type(sym)(sym.n, sym.cblk_fcolnum, sym.cblk_lcolnum, sym.cblk_bloknum,
-                    sym.blok_frownum, broken, sym.blok_lcblknm, sym.blok_fcblknm)
+    bad = type(sym)(
+        sym.n,
+        sym.cblk_fcolnum,
+        sym.cblk_lcolnum,
+        sym.cblk_bloknum,
+        sym.blok_frownum,
+        broken,
+        sym.blok_lcblknm,
+        sym.blok_fcblknm,
+    )
     with pytest.raises(pastixpy.PastixError, match="empty or out-of-range"):
         bad.check()
     # Dropping an off-diagonal blok loses entries of A or breaks the closure.
@@ -200,9 +217,16 @@ def test_check_detects_corruption():
     owner = sym.blok_lcblknm[off[-1]]
     bloknum = sym.cblk_bloknum.copy()
     bloknum[owner + 1 :] -= 1
-    dropped = type(sym)(sym.n, sym.cblk_fcolnum, sym.cblk_lcolnum, bloknum,
-                        sym.blok_frownum[keep], sym.blok_lrownum[keep],
-                        sym.blok_lcblknm[keep], sym.blok_fcblknm[keep])
+    dropped = type(sym)(
+        sym.n,
+        sym.cblk_fcolnum,
+        sym.cblk_lcolnum,
+        bloknum,
+        sym.blok_frownum[keep],
+        sym.blok_lrownum[keep],
+        sym.blok_lcblknm[keep],
+        sym.blok_fcblknm[keep],
+    )
     corrupt = type(an)(an.n, an.kind, an.ordering, an.tree, dropped, an.stats, an.xadj, an.adjncy)
     with pytest.raises(pastixpy.PastixError, match="invariant violated"):
         corrupt.check()

@@ -5,9 +5,10 @@ import subprocess
 import sys
 
 import pytest
-from conftest import MATRIX_DIR
 
 from pastixpy.cli import main
+
+from conftest import MATRIX_DIR
 
 
 def test_example_table(capsys):
@@ -61,6 +62,8 @@ def test_non_square_file(capsys, tmp_path):
 def test_python_dash_m():
     out = subprocess.run(
         [sys.executable, "-m", "pastixpy", "analyze", "--example", "elast3d:4", "--json"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     assert json.loads(out)["n_ordered"] == 64
