@@ -16,6 +16,7 @@ DEBUG = os.environ.get("PASTIXPY_DEBUG", "0") not in ("", "0")
 
 SOURCES = {
     "pastixpy._symbolic": "csrc/symbolic.pyx",
+    "pastixpy._numeric": "csrc/numeric.pyx",
     "pastixpy._graph": "ordering/graph.pyx",
     "pastixpy._amd": "ordering/amd.pyx",
 }

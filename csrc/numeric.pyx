@@ -1,0 +1,577 @@
+# Numeric kernels: supernodal LLᵀ/LDLᵀ/LU factorization over the block symbol, and the triangular solves.
+# cython: language_level=3
+#
+# Panels: cblk k is a dense column-major panel of stride[k] rows by width[k]
+# columns at offset coefind[k] of one flat array (L, and Uᵀ for LU); its bloks
+# are stacked, blok b starting at row blok_coefind[b]. All loops run without the
+# GIL on raw pointers; BLAS/LAPACK come from scipy's Cython bindings.
+
+import numpy as np
+
+cimport numpy as cnp
+from libc.math cimport fabs, sqrt
+from libc.stdint cimport int64_t
+from libc.stdlib cimport free, malloc
+from scipy.linalg.cython_blas cimport (cgemm, ctrsm, dgemm, dtrsm, sgemm, strsm, zgemm,
+                                       ztrsm)
+from scipy.linalg.cython_lapack cimport cpotrf, dpotrf, spotrf, zpotrf
+
+cnp.import_array()
+
+ctypedef int64_t idx_t
+ctypedef float complex cfloat
+ctypedef double complex cdouble
+
+ctypedef fused scalar:
+    float
+    double
+    cfloat
+    cdouble
+
+# Factorization kinds, shared with pastixpy/numeric.py.
+cdef enum:
+    LLT = 0
+    LDLT = 1
+    LDLH = 2
+    LU = 3
+
+KIND_CODES = {"llt": LLT, "ldlt": LDLT, "ldlh": LDLH, "lu": LU}
+
+cdef double BK_ALPHA = 0.6403882032022076  # (1 + sqrt(17)) / 8, Bunch-Kaufman's growth bound
+
+
+# ----------------------------------------------------------------------------- BLAS/LAPACK
+
+cdef inline void gemm(char ta, char tb, int m, int n, int k, scalar alpha, scalar* a, int lda,
+                      scalar* b, int ldb, scalar beta, scalar* c, int ldc) noexcept nogil:
+    if m <= 0 or n <= 0:
+        return
+    if scalar is float:
+        sgemm(&ta, &tb, &m, &n, &k, &alpha, a, &lda, b, &ldb, &beta, c, &ldc)
+    elif scalar is double:
+        dgemm(&ta, &tb, &m, &n, &k, &alpha, a, &lda, b, &ldb, &beta, c, &ldc)
+    elif scalar is cfloat:
+        cgemm(&ta, &tb, &m, &n, &k, &alpha, a, &lda, b, &ldb, &beta, c, &ldc)
+    else:
+        zgemm(&ta, &tb, &m, &n, &k, &alpha, a, &lda, b, &ldb, &beta, c, &ldc)
+
+
+cdef inline void trsm(char side, char uplo, char ta, char diag, int m, int n, scalar alpha,
+                      scalar* a, int lda, scalar* b, int ldb) noexcept nogil:
+    if m <= 0 or n <= 0:
+        return
+    if scalar is float:
+        strsm(&side, &uplo, &ta, &diag, &m, &n, &alpha, a, &lda, b, &ldb)
+    elif scalar is double:
+        dtrsm(&side, &uplo, &ta, &diag, &m, &n, &alpha, a, &lda, b, &ldb)
+    elif scalar is cfloat:
+        ctrsm(&side, &uplo, &ta, &diag, &m, &n, &alpha, a, &lda, b, &ldb)
+    else:
+        ztrsm(&side, &uplo, &ta, &diag, &m, &n, &alpha, a, &lda, b, &ldb)
+
+
+cdef inline int potrf(int n, scalar* a, int lda) noexcept nogil:
+    cdef char uplo = c'L'
+    cdef int info = 0
+    if scalar is float:
+        spotrf(&uplo, &n, a, &lda, &info)
+    elif scalar is double:
+        dpotrf(&uplo, &n, a, &lda, &info)
+    elif scalar is cfloat:
+        cpotrf(&uplo, &n, a, &lda, &info)
+    else:
+        zpotrf(&uplo, &n, a, &lda, &info)
+    return info
+
+
+cdef inline double mag(scalar x) noexcept nogil:
+    if scalar is float or scalar is double:
+        return fabs(x)
+    else:
+        return sqrt(x.real * x.real + x.imag * x.imag)
+
+
+cdef inline scalar cj(scalar x, bint conj) noexcept nogil:
+    """x, conjugated when ``conj`` (Hermitian kinds)."""
+    if scalar is cfloat or scalar is cdouble:
+        if conj:
+            return x.conjugate()
+    return x
+
+
+cdef inline scalar perturbed_pivot(scalar d, double tol) noexcept nogil:
+    """Static pivoting: a pivot below ``tol`` becomes ``tol`` with the pivot's sign (phase)."""
+    cdef double r = mag(d)
+    cdef scalar s = tol
+    if r == 0:
+        return s
+    s = tol / r
+    return d * s
+
+
+# ----------------------------------------------------------------------------- dense diagonal blocks
+
+cdef idx_t lu_static(int n, scalar* a, int lda, double tol, signed char* pert) noexcept nogil:
+    """LU without row exchanges of an n x n block, tiny pivots replaced (static pivoting).
+
+    Recursive: the halves are factored, and coupled with trsm/gemm (BLAS-3).
+    Returns the number of perturbed pivots; marks them in ``pert``.
+    """
+    cdef scalar one = 1, mone = -1, zero = 0
+    cdef int n1, n2, i, j, k
+    cdef idx_t count = 0
+    cdef scalar p, t
+    if n <= 32:
+        for k in range(n):
+            p = a[k + k * lda]
+            if mag(p) < tol:
+                p = perturbed_pivot(p, tol)
+                a[k + k * lda] = p
+                pert[k] = 1
+                count += 1
+            for i in range(k + 1, n):
+                a[i + k * lda] = a[i + k * lda] / p
+            for j in range(k + 1, n):
+                t = a[k + j * lda]
+                if t != 0:
+                    for i in range(k + 1, n):
+                        a[i + j * lda] -= a[i + k * lda] * t
+        return count
+    n1 = n // 2
+    n2 = n - n1
+    count = lu_static(n1, a, lda, tol, pert)
+    trsm(c'L', c'L', c'N', c'U', n1, n2, one, a, lda, a + n1 * lda, lda)
+    trsm(c'R', c'U', c'N', c'N', n2, n1, one, a, lda, a + n1, lda)
+    gemm(c'N', c'N', n2, n2, n1, mone, a + n1, lda, a + n1 * lda, lda, one,
+         a + n1 + n1 * lda, lda)
+    return count + lu_static(n2, a + n1 + n1 * lda, lda, tol, pert + n1)
+
+
+cdef inline void swap(scalar* x, scalar* y) noexcept nogil:
+    cdef scalar t = x[0]
+    x[0] = y[0]
+    y[0] = t
+
+
+cdef idx_t ldlt_bunch_kaufman(int w, int m, scalar* a, bint conj, double tol, idx_t* lperm,
+                              signed char* pivtype, signed char* pert, scalar* dsub,
+                              scalar* tmp) noexcept nogil:
+    """P L D Lᵀ Pᵀ (or Lᴴ) of the w x w diagonal block of a panel with m rows, in place.
+
+    Bunch-Kaufman 1x1/2x2 pivoting restricted to the block; interchanges are
+    applied to the factored rows of L, to the panel rows below the block, and
+    to ``lperm``. L (unit) overwrites the strict lower triangle and D the
+    diagonal; for a 2x2 pivot at k, D's off-diagonal goes to ``dsub[k]`` and
+    L's entry (k+1, k) is zero. ``pivtype`` is 1 for a 1x1 pivot, 2 and 0 for
+    the two columns of a 2x2. A pivot whose block has no
+    entry above ``tol`` is perturbed (static pivoting). ``tmp`` holds 2w scalars.
+    """
+    cdef int k = 0, kk, kp, kstep, i, j, imax, jmax
+    cdef idx_t count = 0, ti
+    cdef double absakk, colmax, rowmax
+    cdef scalar d, d11, d21, d12, d22, det, t, x1, x2
+    cdef scalar* l1 = tmp
+    cdef scalar* l2 = tmp + w
+    while k < w:
+        kstep = 1
+        kp = k
+        absakk = mag(a[k + k * m])
+        colmax = 0
+        imax = k
+        for i in range(k + 1, w):
+            if mag(a[i + k * m]) > colmax:
+                colmax = mag(a[i + k * m])
+                imax = i
+        if max(absakk, colmax) >= tol and absakk < BK_ALPHA * colmax:
+            rowmax = 0
+            for j in range(k, imax):
+                rowmax = max(rowmax, mag(a[imax + j * m]))
+            for j in range(imax + 1, w):
+                rowmax = max(rowmax, mag(a[j + imax * m]))
+            if absakk * rowmax >= BK_ALPHA * colmax * colmax:
+                kp = k
+            elif mag(a[imax + imax * m]) >= BK_ALPHA * rowmax:
+                kp = imax
+            else:
+                kp = imax
+                kstep = 2
+        kk = k + kstep - 1
+        if kp != kk:
+            # Symmetric interchange of rows/columns kk and kp (kk < kp).
+            for i in range(kp + 1, w):
+                swap(&a[i + kk * m], &a[i + kp * m])
+            for j in range(kk + 1, kp):
+                t = a[j + kk * m]
+                a[j + kk * m] = cj(a[kp + j * m], conj)
+                a[kp + j * m] = cj(t, conj)
+            a[kp + kk * m] = cj(a[kp + kk * m], conj)
+            swap(&a[kk + kk * m], &a[kp + kp * m])
+            if kstep == 2:
+                swap(&a[k + 1 + k * m], &a[kp + k * m])
+            for j in range(k):
+                swap(&a[kk + j * m], &a[kp + j * m])
+            for i in range(w, m):
+                swap(&a[i + kk * m], &a[i + kp * m])
+            ti = lperm[kk]
+            lperm[kk] = lperm[kp]
+            lperm[kp] = ti
+        if kstep == 1:
+            d = a[k + k * m]
+            if scalar is cfloat or scalar is cdouble:
+                if conj:
+                    d = d.real  # a Hermitian pivot is real
+            if mag(d) < tol:
+                d = perturbed_pivot(d, tol)
+                pert[k] = 1
+                count += 1
+            a[k + k * m] = d
+            pivtype[k] = 1
+            for j in range(k + 1, w):
+                t = cj(a[j + k * m], conj) / d
+                if t != 0:
+                    for i in range(j, w):
+                        a[i + j * m] -= a[i + k * m] * t
+            for i in range(k + 1, w):
+                a[i + k * m] = a[i + k * m] / d
+        else:
+            d11 = a[k + k * m]
+            d21 = a[k + 1 + k * m]
+            d22 = a[k + 1 + (k + 1) * m]
+            d12 = cj(d21, conj)
+            det = d11 * d22 - d12 * d21
+            pivtype[k] = 2
+            pivtype[k + 1] = 0
+            for i in range(k + 2, w):
+                x1 = a[i + k * m]
+                x2 = a[i + (k + 1) * m]
+                l1[i] = (x1 * d22 - x2 * d21) / det
+                l2[i] = (x2 * d11 - x1 * d12) / det
+            for j in range(k + 2, w):
+                x1 = cj(a[j + k * m], conj)
+                x2 = cj(a[j + (k + 1) * m], conj)
+                for i in range(j, w):
+                    a[i + j * m] -= l1[i] * x1 + l2[i] * x2
+            for i in range(k + 2, w):
+                a[i + k * m] = l1[i]
+                a[i + (k + 1) * m] = l2[i]
+            dsub[k] = d21
+            a[k + 1 + k * m] = 0
+        k += kstep
+    return count
+
+
+cdef void apply_dinv_right(int w, int rows, scalar* diag, int ldd, scalar* x, int ldx, bint conj,
+                           signed char* pivtype, scalar* dsub) noexcept nogil:
+    """X ← X D⁻¹ for ``rows`` rows of X, D the block diagonal stored in an LDLᵀ diagonal block."""
+    cdef int k, i
+    cdef scalar d11, d21, d12, d22, det, x1, x2
+    k = 0
+    while k < w:
+        if pivtype[k] == 1:
+            d11 = diag[k + k * ldd]
+            for i in range(rows):
+                x[i + k * ldx] = x[i + k * ldx] / d11
+            k += 1
+        else:
+            d11 = diag[k + k * ldd]
+            d21 = dsub[k]
+            d22 = diag[k + 1 + (k + 1) * ldd]
+            d12 = cj(d21, conj)
+            det = d11 * d22 - d12 * d21
+            for i in range(rows):
+                x1 = x[i + k * ldx]
+                x2 = x[i + (k + 1) * ldx]
+                x[i + k * ldx] = (x1 * d22 - x2 * d21) / det
+                x[i + (k + 1) * ldx] = (x2 * d11 - x1 * d12) / det
+            k += 2
+
+
+# ----------------------------------------------------------------------------- factorization
+
+cdef void scatter_sub(scalar* c, int ldc, idx_t rowbase, int ncols, idx_t k, idx_t bfirst,
+                      idx_t b, idx_t f, scalar* target, const idx_t* fcol,
+                      const idx_t* bloknum, const idx_t* coefind, const idx_t* stride,
+                      const idx_t* frow, const idx_t* lrow, const idx_t* bcoef) noexcept nogil:
+    """Subtract the update ``c`` of cblk k's bloks ``bfirst..`` (columns: the rows of blok b)
+    from the panel of cblk f. Each blok of k lies inside one blok of f (closure)."""
+    cdef idx_t b2, fb = bloknum[f], fend = bloknum[f + 1], sf = stride[f]
+    cdef idx_t col0 = frow[b] - fcol[f], h2, i, j
+    cdef scalar* src
+    cdef scalar* dst
+    for b2 in range(bfirst, bloknum[k + 1]):
+        while fb < fend and lrow[fb] < frow[b2]:
+            fb += 1
+        h2 = lrow[b2] - frow[b2] + 1
+        src = c + (bcoef[b2] - rowbase)
+        dst = target + coefind[f] + bcoef[fb] + (frow[b2] - frow[fb]) + col0 * sf
+        for j in range(ncols):
+            for i in range(h2):
+                dst[i + j * sf] -= src[i + j * ldc]
+
+
+cdef void scatter_sub_transposed(scalar* c, int ldc, idx_t rowbase, int ncols, idx_t bfirst,
+                                 idx_t bend, idx_t b, idx_t f, scalar* L, const idx_t* fcol,
+                                 const idx_t* coefind, const idx_t* stride, const idx_t* frow,
+                                 const idx_t* lrow, const idx_t* bcoef) noexcept nogil:
+    """LU: subtract the Uᵀ update of bloks ``bfirst..bend-1`` of a cblk that, like blok b,
+    face cblk f. Those rows are columns of f, so the entries belong to the upper
+    triangle of f's diagonal block, stored transposed in L's panel."""
+    cdef idx_t b2, i, j, h2, sf = stride[f], f0 = fcol[f]
+    cdef scalar* src
+    cdef scalar* dst
+    for b2 in range(bfirst, bend):
+        h2 = lrow[b2] - frow[b2] + 1
+        src = c + (bcoef[b2] - rowbase)
+        dst = L + coefind[f] + (frow[b] - f0) + (frow[b2] - f0) * sf
+        for i in range(h2):
+            for j in range(ncols):
+                dst[j + i * sf] -= src[i + j * ldc]
+
+
+def factorize_cblks(int kind, scalar[::1] L, scalar[::1] U,
+                    const idx_t[::1] fcol, const idx_t[::1] bloknum, const idx_t[::1] coefind,
+                    const idx_t[::1] stride, const idx_t[::1] frow, const idx_t[::1] lrow,
+                    const idx_t[::1] fcblk, const idx_t[::1] bcoef,
+                    idx_t k0, idx_t k1, double tol,
+                    idx_t[::1] lperm, signed char[::1] pivtype, scalar[::1] dsub,
+                    signed char[::1] pert):
+    """Factor cblks k0..k1-1 in place (right-looking: each cblk updates the later ones it faces).
+
+    Returns
+    -------
+    perturbed : int
+        Pivots replaced by static pivoting in this range.
+    failed_column : int
+        For ``KIND_LLT``, the first column (pivot order) whose pivot is not
+        positive, else -1; the factorization stops there.
+    """
+    cdef scalar one = 1, mone = -1, zero = 0
+    cdef bint conj = (kind == LLT or kind == LDLH) and (scalar is cfloat or scalar is cdouble)
+    cdef char tr = c'C' if conj else c'T'
+    cdef idx_t k, b, e, f, cb, count = 0, failed = -1, wmax = 0, smax = 1, rowsmax = 1, fc
+    cdef int w, m, h, M, info
+    cdef scalar* base
+    cdef scalar* ubase = NULL
+    cdef scalar* work
+    cdef scalar* wbuf
+    cdef scalar* tmp
+    for k in range(k0, k1):
+        w = fcol[k + 1] - fcol[k]
+        wmax = max(wmax, w)
+        rowsmax = max(rowsmax, (stride[k] - w) * w)
+        for b in range(bloknum[k] + 1, bloknum[k + 1]):
+            smax = max(smax, (stride[k] - bcoef[b]) * (lrow[b] - frow[b] + 1))
+    work = <scalar*>malloc(smax * sizeof(scalar))
+    wbuf = <scalar*>malloc(rowsmax * sizeof(scalar))
+    tmp = <scalar*>malloc((2 * wmax + 2) * sizeof(scalar))
+    if work == NULL or wbuf == NULL or tmp == NULL:
+        free(work)
+        free(wbuf)
+        free(tmp)
+        raise MemoryError("cannot allocate the factorization work buffers")
+    with nogil:
+        for k in range(k0, k1):
+            fc = fcol[k]
+            w = fcol[k + 1] - fc
+            m = stride[k]
+            base = &L[coefind[k]]
+            if kind == LU:
+                ubase = &U[coefind[k]]
+            # 1. Diagonal block; 2. the panel below it.
+            if kind == LLT:
+                info = potrf(w, base, m)
+                if info > 0:
+                    failed = fc + info - 1
+                    break
+                trsm(c'R', c'L', tr, c'N', m - w, w, one, base, m, base + w, m)
+            elif kind == LU:
+                count += lu_static(w, base, m, tol, &pert[fc])
+                trsm(c'R', c'U', c'N', c'N', m - w, w, one, base, m, base + w, m)
+                trsm(c'R', c'L', c'T', c'U', m - w, w, one, base, m, ubase + w, m)
+            else:
+                count += ldlt_bunch_kaufman(w, m, base, conj, tol, &lperm[fc], &pivtype[fc],
+                                            &pert[fc], &dsub[fc], tmp)
+                if m > w:
+                    # W = A21 L11⁻ᵀ is kept for the updates; the panel becomes L21 = W D⁻¹.
+                    trsm(c'R', c'L', tr, c'U', m - w, w, one, base, m, base + w, m)
+                    for h in range(w):
+                        for M in range(m - w):
+                            wbuf[M + h * (m - w)] = base[w + M + h * m]
+                    apply_dinv_right(w, m - w, base, m, base + w, m, conj, &pivtype[fc],
+                                     &dsub[fc])
+            # 3. Updates of the cblks faced by each off-diagonal blok.
+            for b in range(bloknum[k] + 1, bloknum[k + 1]):
+                f = fcblk[b]
+                cb = bcoef[b]
+                h = lrow[b] - frow[b] + 1
+                M = m - cb
+                if kind == LLT:
+                    gemm(c'N', tr, M, h, w, one, base + cb, m, base + cb, m, zero,
+                         work, M)
+                elif kind == LU:
+                    gemm(c'N', c'T', M, h, w, one, base + cb, m, ubase + cb, m, zero,
+                         work, M)
+                else:
+                    gemm(c'N', tr, M, h, w, one, wbuf + (cb - w), m - w, base + cb, m,
+                         zero, work, M)
+                scatter_sub(work, M, cb, h, k, b, b, f, &L[0], &fcol[0], &bloknum[0],
+                            &coefind[0], &stride[0], &frow[0], &lrow[0], &bcoef[0])
+                if kind == LU and M > h:
+                    gemm(c'N', c'T', M - h, h, w, one, ubase + cb + h, m, base + cb, m,
+                         zero, work, M - h)
+                    # Later bloks facing f too land in f's diagonal block, above its diagonal.
+                    e = b + 1
+                    while e < bloknum[k + 1] and fcblk[e] == f:
+                        e += 1
+                    scatter_sub_transposed(work, M - h, cb + h, h, b + 1, e, b, f, &L[0],
+                                           &fcol[0], &coefind[0], &stride[0], &frow[0],
+                                           &lrow[0], &bcoef[0])
+                    scatter_sub(work, M - h, cb + h, h, k, e, b, f, &U[0], &fcol[0],
+                                &bloknum[0], &coefind[0], &stride[0], &frow[0], &lrow[0],
+                                &bcoef[0])
+    free(work)
+    free(wbuf)
+    free(tmp)
+    return count, failed
+
+
+# ----------------------------------------------------------------------------- solves
+
+def solve_forward(scalar[::1] X, idx_t n, int nrhs, const scalar[::1] diagpanels,
+                  const scalar[::1] offpanels,
+                  int uplo, int trans, bint unit, const idx_t[::1] lperm,
+                  const idx_t[::1] fcol, const idx_t[::1] bloknum, const idx_t[::1] coefind,
+                  const idx_t[::1] stride, const idx_t[::1] frow, const idx_t[::1] lrow,
+                  const idx_t[::1] bcoef):
+    """Forward substitution by cblk on X (n x nrhs, column-major), in pivot order.
+
+    Per cblk: permute by ``lperm`` (LDLᵀ local pivots; empty to skip), solve with
+    the diagonal block (``uplo``, ``trans``, ``unit`` as for trsm), then subtract
+    the off-diagonal panel times the solution from the rows it faces.
+    """
+    cdef scalar one = 1, mone = -1, zero = 0
+    cdef idx_t ncblk = fcol.shape[0] - 1, k, b, fc, i, r, off, rowsmax = 1
+    cdef int w, m, h
+    cdef char cuplo = uplo, ctrans = trans, cunit = c'U' if unit else c'N'
+    cdef bint permute = lperm.shape[0] > 0
+    cdef scalar* tmp
+    for k in range(ncblk):
+        rowsmax = max(rowsmax, max(stride[k], fcol[k + 1] - fcol[k]) * nrhs)
+    tmp = <scalar*>malloc(rowsmax * sizeof(scalar))
+    if tmp == NULL:
+        raise MemoryError("cannot allocate the solve work buffer")
+    with nogil:
+        for k in range(ncblk):
+            fc = fcol[k]
+            w = fcol[k + 1] - fc
+            m = stride[k]
+            if permute:
+                for r in range(nrhs):
+                    for i in range(w):
+                        tmp[i + r * w] = X[lperm[fc + i] + r * n]
+                    for i in range(w):
+                        X[fc + i + r * n] = tmp[i + r * w]
+            trsm(c'L', cuplo, ctrans, cunit, w, nrhs, one, <scalar*>&diagpanels[coefind[k]], m,
+                 &X[fc], n)
+            if m > w:
+                gemm(c'N', c'N', m - w, nrhs, w, one, <scalar*>&offpanels[coefind[k] + w], m, &X[fc],
+                     n, zero, tmp, m - w)
+                for b in range(bloknum[k] + 1, bloknum[k + 1]):
+                    h = lrow[b] - frow[b] + 1
+                    off = bcoef[b] - w
+                    for r in range(nrhs):
+                        for i in range(h):
+                            X[frow[b] + i + r * n] -= tmp[off + i + r * (m - w)]
+    free(tmp)
+
+
+def solve_backward(scalar[::1] X, idx_t n, int nrhs, const scalar[::1] diagpanels,
+                   const scalar[::1] offpanels, int offtrans, int uplo, int trans, bint unit,
+                   const idx_t[::1] lperm,
+                   const idx_t[::1] fcol, const idx_t[::1] bloknum, const idx_t[::1] coefind,
+                   const idx_t[::1] stride, const idx_t[::1] frow, const idx_t[::1] lrow,
+                   const idx_t[::1] bcoef):
+    """Backward substitution by cblk in reverse order: gather the rows a cblk faces,
+    subtract ``offpanels``ᵀ (``offtrans``) times them, solve with the diagonal block,
+    then undo ``lperm``."""
+    cdef scalar one = 1, mone = -1, zero = 0
+    cdef idx_t ncblk = fcol.shape[0] - 1, k, b, fc, i, r, off, rowsmax = 1
+    cdef int w, m, h
+    cdef char cuplo = uplo, ctrans = trans, cunit = c'U' if unit else c'N', cofft = offtrans
+    cdef bint permute = lperm.shape[0] > 0
+    cdef scalar* tmp
+    for k in range(ncblk):
+        rowsmax = max(rowsmax, max(stride[k], fcol[k + 1] - fcol[k]) * nrhs)
+    tmp = <scalar*>malloc(rowsmax * sizeof(scalar))
+    if tmp == NULL:
+        raise MemoryError("cannot allocate the solve work buffer")
+    with nogil:
+        for k in range(ncblk - 1, -1, -1):
+            fc = fcol[k]
+            w = fcol[k + 1] - fc
+            m = stride[k]
+            if m > w:
+                for b in range(bloknum[k] + 1, bloknum[k + 1]):
+                    h = lrow[b] - frow[b] + 1
+                    off = bcoef[b] - w
+                    for r in range(nrhs):
+                        for i in range(h):
+                            tmp[off + i + r * (m - w)] = X[frow[b] + i + r * n]
+                gemm(cofft, c'N', w, nrhs, m - w, mone, <scalar*>&offpanels[coefind[k] + w], m, tmp,
+                     m - w, one, &X[fc], n)
+            trsm(c'L', cuplo, ctrans, cunit, w, nrhs, one, <scalar*>&diagpanels[coefind[k]], m,
+                 &X[fc], n)
+            if permute:
+                for r in range(nrhs):
+                    for i in range(w):
+                        tmp[i + r * w] = X[fc + i + r * n]
+                    for i in range(w):
+                        X[lperm[fc + i] + r * n] = tmp[i + r * w]
+    free(tmp)
+
+
+def solve_diagonal(scalar[::1] X, idx_t n, int nrhs, const scalar[::1] L, const scalar[::1] dsub,
+                   bint conj, const signed char[::1] pivtype, const idx_t[::1] fcol,
+                   const idx_t[::1] coefind, const idx_t[::1] stride):
+    """X ← D⁻¹ X for the block diagonal D of an LDLᵀ/LDLᴴ factorization."""
+    cdef idx_t ncblk = fcol.shape[0] - 1, k, fc, j, r
+    cdef int w, m
+    cdef const scalar* d
+    cdef scalar d11, d21, d12, d22, det, x1, x2
+    with nogil:
+        for k in range(ncblk):
+            fc = fcol[k]
+            w = fcol[k + 1] - fc
+            m = stride[k]
+            d = &L[coefind[k]]
+            j = 0
+            while j < w:
+                if pivtype[fc + j] == 1:
+                    for r in range(nrhs):
+                        X[fc + j + r * n] = X[fc + j + r * n] / d[j + j * m]
+                    j += 1
+                else:
+                    d11 = d[j + j * m]
+                    d21 = dsub[fc + j]
+                    d22 = d[j + 1 + (j + 1) * m]
+                    d12 = cj(d21, conj)
+                    det = d11 * d22 - d12 * d21
+                    for r in range(nrhs):
+                        x1 = X[fc + j + r * n]
+                        x2 = X[fc + j + 1 + r * n]
+                        X[fc + j + r * n] = (d22 * x1 - d12 * x2) / det
+                        X[fc + j + 1 + r * n] = (d11 * x2 - d21 * x1) / det
+                    j += 2
+
+
+def diagonal_entries(const scalar[::1] L, const idx_t[::1] fcol, const idx_t[::1] coefind,
+                     const idx_t[::1] stride):
+    """Diagonal of every cblk's diagonal block, in pivot order (D, U's diagonal, or L's)."""
+    cdef idx_t ncblk = fcol.shape[0] - 1, k, j, n = fcol[ncblk]
+    out = np.empty(n, dtype=np.asarray(L).dtype)
+    cdef scalar[::1] o = out
+    for k in range(ncblk):
+        for j in range(fcol[k + 1] - fcol[k]):
+            o[fcol[k] + j] = L[coefind[k] + j + j * stride[k]]
+    return out
+

@@ -1,0 +1,264 @@
+"""Numeric phase: scatter A's values into the panels of the block structure, factor, solve.
+
+Works in pivot order on an already preprocessed matrix B (scaled, rows
+matched); :mod:`pastixpy.api` maps user vectors to and from that space.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _numeric
+from .errors import NotPositiveDefiniteError
+
+#: Factorization kinds the kernels know.
+KIND_CODES = _numeric.KIND_CODES
+
+
+@dataclass(frozen=True)
+class PanelLayout:
+    """Where each cblk's panel and each blok lies in the flat coefficient arrays.
+
+    Derived once from a SymbolMatrix; every numeric kernel takes these arrays.
+    """
+
+    fcol: np.ndarray  # first column of each cblk, then n
+    bloknum: np.ndarray
+    coefind: np.ndarray  # offset of each cblk's panel, then the total size
+    stride: np.ndarray  # rows of each panel
+    frow: np.ndarray
+    lrow: np.ndarray
+    fcblk: np.ndarray
+    bcoef: np.ndarray  # row of each blok inside its panel
+
+    @classmethod
+    def from_symbol(cls, symbol):
+        stride = symbol.cblk_stride.astype(np.int64)
+        coefind = np.zeros(symbol.ncblk + 1, dtype=np.int64)
+        np.cumsum(stride * symbol.cblk_width, out=coefind[1:])
+        return cls(
+            np.append(symbol.cblk_fcolnum, symbol.n).astype(np.int64),
+            symbol.cblk_bloknum,
+            coefind,
+            stride,
+            symbol.blok_frownum,
+            symbol.blok_lrownum,
+            symbol.blok_fcblknm,
+            symbol.blok_coefind.astype(np.int64),
+        )
+
+    @property
+    def size(self):
+        return int(self.coefind[-1])
+
+    @property
+    def block_args(self):
+        """The structure arrays in the order the factorization kernel takes them."""
+        return (
+            self.fcol,
+            self.bloknum,
+            self.coefind[:-1],
+            self.stride,
+            self.frow,
+            self.lrow,
+            self.fcblk,
+            self.bcoef,
+        )
+
+    @property
+    def solve_args(self):
+        """The structure arrays in the order the solve kernels take them."""
+        return (self.fcol, self.bloknum, self.coefind[:-1], self.stride, self.frow, self.lrow,
+                self.bcoef)
+
+    def position(self, rows, cols):
+        """Flat index of entries (row, col), pivot order, with row >= col's cblk's first column.
+
+        Rows inside the column's cblk address its diagonal block (both triangles);
+        rows below it address the blok that contains them.
+        """
+        n = self.fcol[-1]
+        col2cblk = np.repeat(np.arange(self.fcol.size - 1, dtype=np.int64), np.diff(self.fcol))
+        k = col2cblk[cols]
+        in_diag = rows < self.fcol[k + 1]
+        rowpos = rows - self.fcol[k]
+        below = ~in_diag
+        if below.any():
+            key = np.repeat(np.arange(self.bloknum.size - 1, dtype=np.int64), np.diff(self.bloknum))
+            key = key * n + self.frow
+            b = np.searchsorted(key, k[below] * n + rows[below], side="right") - 1
+            rowpos[below] = self.bcoef[b] + rows[below] - self.frow[b]
+        return self.coefind[k] + rowpos + (cols - self.fcol[k]) * self.stride[k]
+
+
+@dataclass(frozen=True)
+class AssemblyMap:
+    """Where each stored entry of B goes: L panels (``to_l``) or Uᵀ panels (``to_u``).
+
+    ``src_*`` index B's data array (canonical CSC), ``pos_*`` the flat panels.
+    """
+
+    src_l: np.ndarray
+    pos_l: np.ndarray
+    src_u: np.ndarray
+    pos_u: np.ndarray
+
+    @classmethod
+    def build(cls, B, iperm, layout, kind):
+        """Map the entries of canonical CSC ``B`` under the symmetric permutation ``iperm``."""
+        cols = np.repeat(np.arange(B.shape[1], dtype=np.int64), np.diff(B.indptr))
+        pr, pc = iperm[B.indices], iperm[cols]
+        src = np.arange(B.nnz, dtype=np.int64)
+        lower = pr >= pc
+        if kind != "lu":
+            # Symmetric kinds read the lower triangle only.
+            return cls(src[lower], layout.position(pr[lower], pc[lower]), src[:0], src[:0])
+        # Upper entries of the diagonal blocks stay in L's panels; the rest go to Uᵀ.
+        col2cblk = np.repeat(np.arange(layout.fcol.size - 1), np.diff(layout.fcol))
+        up = ~lower
+        in_diag = up & (pc < layout.fcol[col2cblk[pr] + 1])
+        to_l = lower | in_diag
+        pos_l = np.empty(int(to_l.sum()), dtype=np.int64)
+        sel_lower = lower[to_l]
+        pos_l[sel_lower] = layout.position(pr[lower], pc[lower])
+        # An upper diagonal-block entry (r, c), r < c, is at row r, column c of the square.
+        k = col2cblk[pr[in_diag]]
+        f = layout.fcol[k]
+        pos_l[~sel_lower] = (
+            layout.coefind[k] + (pr[in_diag] - f) + (pc[in_diag] - f) * layout.stride[k]
+        )
+        to_u = up & ~in_diag
+        pos_u = layout.position(pc[to_u], pr[to_u])  # Uᵀ: row c, column r
+        return cls(src[to_l], pos_l, src[to_u], pos_u)
+
+
+@dataclass(frozen=True)
+class Factors:
+    """Numeric factors of P B Pᵀ in panel form.
+
+    Attributes
+    ----------
+    kind : str
+        ``"llt"``, ``"ldlt"``, ``"ldlh"`` or ``"lu"``.
+    L, U : ndarray
+        Flat panel arrays; ``U`` holds Uᵀ's panels for LU and is empty otherwise.
+    lperm : ndarray of int64
+        LDLᵀ only: pivot order after Bunch-Kaufman interchanges inside diagonal blocks.
+    pivtype : ndarray of int8
+        LDLᵀ only: 1 for a 1x1 pivot, 2 and 0 for the columns of a 2x2 pivot.
+    dsub : ndarray
+        LDLᵀ only: D's off-diagonal entry of the 2x2 pivot starting at each column.
+    perturbed : ndarray of bool
+        Pivots replaced by static pivoting, in pivot order.
+    """
+
+    kind: str
+    layout: PanelLayout
+    L: np.ndarray
+    U: np.ndarray
+    lperm: np.ndarray
+    pivtype: np.ndarray
+    dsub: np.ndarray
+    perturbed: np.ndarray
+
+    @property
+    def conj(self):
+        """Whether transposes in this factorization are conjugate (Hermitian kinds)."""
+        return np.iscomplexobj(self.L) and self.kind in ("llt", "ldlh")
+
+    def solve_inplace(self, X, trans="N"):
+        """Solve (P B Pᵀ) X = R in place, X in pivot order, (n, nrhs) column-major.
+
+        ``trans`` is ``"N"`` or ``"T"`` (LU); symmetric kinds ignore it.
+        """
+        n, nrhs = X.shape
+        flat = X.reshape(-1, order="F")
+        lay = self.layout.solve_args
+        tr = ord("C") if self.conj else ord("T")
+        L, U = self.L, self.U
+        no_perm = np.empty(0, dtype=np.int64)
+        N_, T_, L_, U_ = ord("N"), ord("T"), ord("L"), ord("U")
+        if self.kind == "llt":
+            _numeric.solve_forward(flat, n, nrhs, L, L, L_, N_, False, no_perm, *lay)
+            _numeric.solve_backward(flat, n, nrhs, L, L, tr, L_, tr, False, no_perm, *lay)
+        elif self.kind in ("ldlt", "ldlh"):
+            _numeric.solve_forward(flat, n, nrhs, L, L, L_, N_, True, self.lperm, *lay)
+            _numeric.solve_diagonal(
+                flat, n, nrhs, L, self.dsub, self.conj, self.pivtype, self.layout.fcol,
+                self.layout.coefind[:-1], self.layout.stride,
+            )
+            _numeric.solve_backward(flat, n, nrhs, L, L, tr, L_, tr, True, self.lperm, *lay)
+        elif trans == "N":
+            _numeric.solve_forward(flat, n, nrhs, L, L, L_, N_, True, no_perm, *lay)
+            _numeric.solve_backward(flat, n, nrhs, L, U, T_, U_, N_, False, no_perm, *lay)
+        else:
+            _numeric.solve_forward(flat, n, nrhs, L, U, U_, T_, False, no_perm, *lay)
+            _numeric.solve_backward(flat, n, nrhs, L, L, T_, L_, T_, True, no_perm, *lay)
+        return X
+
+    def diagonal(self):
+        """Diagonal of the diagonal blocks in pivot order: L's (LLᵀ), D's (LDLᵀ), U's (LU)."""
+        lay = self.layout
+        return _numeric.diagonal_entries(self.L, lay.fcol, lay.coefind[:-1], lay.stride)
+
+
+def factorize_numeric(B, analysis, layout, amap, kind, pivot_tol, progress=None):
+    """Assemble B into panels and factor them.
+
+    Parameters
+    ----------
+    B : canonical CSC array
+        The preprocessed matrix, in the original numbering.
+    analysis : Analysis
+        Supplies the permutation; ``layout`` and ``amap`` derive from it.
+    kind : str
+    pivot_tol : float
+        Static pivoting threshold: pivots smaller in magnitude are replaced.
+    progress : callable, optional
+        Called as ``progress(done_flops_fraction)`` between chunks of cblks.
+
+    Returns
+    -------
+    Factors
+
+    Raises
+    ------
+    NotPositiveDefiniteError
+        ``kind="llt"`` met a pivot that is not positive (column in B's numbering).
+    """
+    n = B.shape[0]
+    L = np.zeros(layout.size, dtype=B.dtype)
+    L[amap.pos_l] = B.data[amap.src_l]
+    U = np.zeros(layout.size if kind == "lu" else 0, dtype=B.dtype)
+    if kind == "lu":
+        U[amap.pos_u] = B.data[amap.src_u]
+    symmetric_pivots = kind in ("ldlt", "ldlh")
+    lperm = np.arange(n if symmetric_pivots else 0, dtype=np.int64)
+    pivtype = np.ones(n if symmetric_pivots else 0, dtype=np.int8)
+    dsub = np.zeros(n if symmetric_pivots else 0, dtype=B.dtype)
+    pert = np.zeros(n, dtype=np.int8)
+    code = KIND_CODES[kind]
+    for k0, k1 in _chunks(layout):
+        _, failed = _numeric.factorize_cblks(
+            code, L, U, *layout.block_args, k0, k1, pivot_tol, lperm, pivtype, dsub, pert
+        )
+        if failed >= 0:
+            column = int(analysis.perm[failed])
+            raise NotPositiveDefiniteError(
+                f"the matrix is not positive definite: the pivot of column {column} is not "
+                "positive; use kind='ldlt' (or kind='auto') for symmetric indefinite matrices",
+                column=column,
+            )
+        if progress is not None:
+            progress(k1 / (layout.fcol.size - 1))
+    for a in (L, U, lperm, pivtype, dsub):
+        a.setflags(write=False)
+    return Factors(kind, layout, L, U, lperm, pivtype, dsub, pert.astype(bool))
+
+
+def _chunks(layout, parts=50):
+    """Cblk ranges of roughly equal panel size, so progress can be reported between them."""
+    ncblk = layout.fcol.size - 1
+    target = np.linspace(0, layout.coefind[-1], parts + 1)[1:-1]
+    cuts = np.unique(np.concatenate([[0], np.searchsorted(layout.coefind, target), [ncblk]]))
+    return list(zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True))
