@@ -5,7 +5,7 @@ numeric factorization of matrices with that pattern.
 """
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -13,7 +13,7 @@ from . import _symbolic
 from .errors import PastixError
 from .matrix import canonical_csc, matrix_symmetry, symmetric_pattern
 from .options import parse_option
-from .ordering import Ordering, order
+from .ordering import Ordering, check_pairs, keep_pairs_adjacent, order
 from .symbolic import (
     EliminationTree,
     SymbolMatrix,
@@ -162,7 +162,7 @@ class Analysis:
         return ax
 
 
-def analyze(A, *, ordering="metis", kind="auto", amalgamation=True, split=(128, 256)):
+def analyze(A, *, ordering="metis", kind="auto", amalgamation=True, split=(128, 256), pairs=None):
     """Analyse the sparsity pattern of A: ordering, symbolic factorization, block structure.
 
     Parameters
@@ -182,6 +182,10 @@ def analyze(A, *, ordering="metis", kind="auto", amalgamation=True, split=(128, 
         Relaxed amalgamation of small supernodes (fewer, larger BLAS calls).
     split : (int, int) or None
         Min and max panel width when splitting wide cblks; None to keep them.
+    pairs : (m, 2) int array, optional
+        Coupled unknowns to keep in one cblk, next to each other, so the
+        numeric phase can pivot on them as a 2x2 block (symmetric indefinite
+        matrices with zero diagonal entries; see :func:`pastixpy.preprocess.pivot_pairs`).
 
     Returns
     -------
@@ -228,11 +232,20 @@ def analyze(A, *, ordering="metis", kind="auto", amalgamation=True, split=(128, 
     n = C.shape[0]
     xadj, adjncy = symmetric_pattern(C)
     lap("graph")
-    ordered = order(xadj, adjncy, ordering)
+    together = None
+    if pairs is not None:
+        pairs = check_pairs(pairs, n, xadj, adjncy)
+    ordered = order(xadj, adjncy, ordering, pairs)
+    if pairs is not None:
+        ordered = replace(ordered, perm=keep_pairs_adjacent(ordered.perm, pairs))
     lap("ordering")
     tree = elimination_tree(xadj, adjncy, ordered.perm)
+    if pairs is not None:
+        together = _pair_seconds(tree.iperm, pairs)
     lap("etree")
-    fcol, n_zeros = supernode_partition(tree, amalgamation=amalgamation, split=split)
+    fcol, n_zeros = supernode_partition(
+        tree, amalgamation=amalgamation, split=split, together=together
+    )
     lap("supernodes")
     symbol = block_symbol(xadj, adjncy, tree, fcol)
     lap("blocks")
@@ -255,6 +268,7 @@ def analyze(A, *, ordering="metis", kind="auto", amalgamation=True, split=(128, 
         "n_separators": int(tree.sep_ptr.size - 1),
         "n_ordered": ordered.n_ordered,
         "amalgamation_zeros": int(n_zeros),
+        "n_pairs": 0 if pairs is None else int(pairs.shape[0]),
         "kind": kind,
         "ordering": ordered.method,
         "memory_bytes": by_dtype["float64"],
@@ -263,3 +277,14 @@ def analyze(A, *, ordering="metis", kind="auto", amalgamation=True, split=(128, 
         "ordering_seconds": dict(ordered.seconds),
     }
     return Analysis(n, kind, ordered, tree, symbol, stats, xadj, adjncy)
+
+
+def _pair_seconds(iperm, pairs):
+    """Mask of pivot positions that hold the second column of a pair (adjacent after postorder)."""
+    first = np.minimum(iperm[pairs[:, 0]], iperm[pairs[:, 1]])
+    second = np.maximum(iperm[pairs[:, 0]], iperm[pairs[:, 1]])
+    if (second != first + 1).any():
+        raise PastixError("internal error: a 2x2 pivot pair was separated by the postorder")
+    together = np.zeros(iperm.size, dtype=bool)
+    together[second] = True
+    return together

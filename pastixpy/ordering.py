@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import reverse_cuthill_mckee
+from scipy.sparse.csgraph import connected_components, reverse_cuthill_mckee
 
 from ._graph import indistinguishable_groups
 from .errors import InvalidInputError
@@ -96,7 +96,7 @@ def check_permutation(p, n, argname="ordering"):
     return p
 
 
-def order(xadj, adjncy, ordering="metis"):
+def order(xadj, adjncy, ordering="metis", pairs=None):
     """Compute a fill-reducing ordering of a symmetric graph.
 
     Parameters
@@ -105,6 +105,8 @@ def order(xadj, adjncy, ordering="metis"):
         Adjacency of the pattern of A + Aᵀ without the diagonal.
     ordering : str, (str, dict) or array_like
         A method name, a ``(name, {kwargs})`` pair, or a permutation array.
+    pairs : (m, 2) int64 array, optional
+        Vertices METIS and AMD order as one (2x2 pivots); see :func:`keep_pairs_adjacent`.
 
     Returns
     -------
@@ -124,7 +126,10 @@ def order(xadj, adjncy, ordering="metis"):
 
     # METIS and AMD order the quotient graph of indistinguishable vertices.
     groups, ngroups = indistinguishable_groups(n, xadj, adjncy)
-    if kwargs.pop("compress", True) and ngroups <= COMPRESSION_FRACTION * n:
+    compress = kwargs.pop("compress", True)
+    if pairs is not None and pairs.size:
+        groups, ngroups = _merge_groups(groups, ngroups, pairs)
+    if (compress and ngroups <= COMPRESSION_FRACTION * n) or pairs is not None:
         qxadj, qadjncy, weights = quotient_graph(xadj, adjncy, groups, ngroups)
     else:
         groups, ngroups = np.arange(n, dtype=np.int64), n
@@ -154,6 +159,16 @@ def _order_graph(name, kwargs, xadj, adjncy, weights):
     return np.asarray(perm, dtype=np.int64)
 
 
+def _merge_groups(groups, ngroups, pairs):
+    """Groups joined wherever a pair links two of them (connected components)."""
+    links = sp.coo_array(
+        (np.ones(pairs.shape[0], dtype=np.int8), (groups[pairs[:, 0]], groups[pairs[:, 1]])),
+        shape=(ngroups, ngroups),
+    )
+    ncomp, label = connected_components(links, directed=False)
+    return label[groups].astype(np.int64), ncomp
+
+
 def quotient_graph(xadj, adjncy, groups, ngroups):
     """Graph whose vertices are the groups, weighted by their sizes."""
     weights = np.bincount(groups, minlength=ngroups).astype(np.int64)
@@ -173,3 +188,39 @@ def expand_permutation(qperm, groups, ngroups):
     rank = np.empty(ngroups, dtype=np.int64)
     rank[qperm] = np.arange(ngroups, dtype=np.int64)
     return np.argsort(rank[groups], kind="stable").astype(np.int64)
+
+
+def check_pairs(pairs, n, xadj, adjncy):
+    """Validate 2x2 pivot pairs: an (m, 2) int array of adjacent, distinct, unshared vertices."""
+    pairs = np.asarray(pairs)
+    if pairs.size == 0:
+        return np.empty((0, 2), dtype=np.int64)
+    if pairs.ndim != 2 or pairs.shape[1] != 2 or pairs.dtype.kind not in "iu":
+        raise InvalidInputError(f"pairs must be an (m, 2) integer array, got shape {pairs.shape}")
+    pairs = pairs.astype(np.int64)
+    if pairs.min() < 0 or pairs.max() >= n:
+        raise InvalidInputError(f"pairs hold an index outside 0..{n - 1}")
+    if np.unique(pairs).size != pairs.size:
+        raise InvalidInputError("pairs must not share a vertex or pair a vertex with itself")
+    graph = sp.csr_array((np.ones(adjncy.size, dtype=bool), adjncy, xadj), shape=(n, n))
+    apart = ~np.asarray(graph[pairs[:, 0], pairs[:, 1]]).ravel().astype(bool)
+    if apart.any():
+        a, b = pairs[np.argmax(apart)]
+        raise InvalidInputError(
+            f"pair ({a}, {b}) is not an entry of A: only coupled unknowns can form a 2x2 pivot"
+        )
+    return pairs
+
+
+def keep_pairs_adjacent(perm, pairs):
+    """Move each pair's earlier vertex next to the later one, so both pivot together.
+
+    Every other vertex keeps its relative order; since a pair is coupled, the
+    earlier vertex's elimination-tree parent becomes the later one.
+    """
+    pos = inverse_permutation(perm)
+    key = pos.copy()
+    later = np.maximum(pos[pairs[:, 0]], pos[pairs[:, 1]])
+    key[pairs[:, 0]] = later
+    key[pairs[:, 1]] = later
+    return perm[np.lexsort((pos[perm], key[perm]))]

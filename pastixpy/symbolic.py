@@ -117,7 +117,7 @@ def _coarsen_tree(starts, parent):
     return ptr, coarse_parent
 
 
-def supernode_partition(tree, *, amalgamation=True, split=(128, 256)):
+def supernode_partition(tree, *, amalgamation=True, split=(128, 256), together=None):
     """Column partition into cblks: fundamental supernodes, amalgamated, then split.
 
     Parameters
@@ -131,6 +131,9 @@ def supernode_partition(tree, *, amalgamation=True, split=(128, 256)):
         cut into equal panels of at least ``min_width`` columns, so that BLAS-3
         calls stay cache-sized and threads get independent work. None keeps
         cblks whole.
+    together : bool array, optional
+        ``together[j]``: column j must share column j - 1's cblk (the second
+        column of a 2x2 pivot pair; its etree parent is j).
 
     Returns
     -------
@@ -148,12 +151,18 @@ def supernode_partition(tree, *, amalgamation=True, split=(128, 256)):
     joins[1:] = (
         (parent[:-1] == np.arange(1, n)) & (nchild[1:] == 1) & (colcount[:-1] == colcount[1:] + 1)
     )
+    if together is not None:
+        joins |= together
     sptr, sparent = _coarsen_tree(~joins, parent)
     n_zeros = 0
     if amalgamation:
         sptr, n_zeros = _symbolic.amalgamate(sptr, sparent, colcount[sptr[:-1]], NRELAX, ZRELAX)
     if split is not None:
         sptr = split_panels(sptr, *split)
+        if together is not None:
+            # A cut between the two columns of a pair moves one column right.
+            inside = together[np.minimum(sptr, n - 1)] & (sptr < n)
+            sptr = np.unique(np.where(inside, sptr + 1, sptr))
     return sptr, n_zeros
 
 
