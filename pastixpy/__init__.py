@@ -5,6 +5,7 @@ only), then the numeric factorization and solve built on its result.
 """
 
 from .analysis import Analysis, analyze
+from .api import Factorization, PastixWarning, factorize, factorized, spsolve
 from .errors import (
     InvalidInputError,
     NotPositiveDefiniteError,
@@ -21,13 +22,18 @@ __version__ = "0.1.0"
 __all__ = [
     "Analysis",
     "EliminationTree",
+    "Factorization",
     "InvalidInputError",
     "NotPositiveDefiniteError",
     "OptionError",
     "Ordering",
     "PastixError",
+    "PastixWarning",
     "PatternMismatchError",
     "SingularMatrixError",
     "SymbolMatrix",
     "analyze",
+    "factorize",
+    "factorized",
+    "spsolve",
 ]

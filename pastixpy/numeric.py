@@ -68,8 +68,15 @@ class PanelLayout:
     @property
     def solve_args(self):
         """The structure arrays in the order the solve kernels take them."""
-        return (self.fcol, self.bloknum, self.coefind[:-1], self.stride, self.frow, self.lrow,
-                self.bcoef)
+        return (
+            self.fcol,
+            self.bloknum,
+            self.coefind[:-1],
+            self.stride,
+            self.frow,
+            self.lrow,
+            self.bcoef,
+        )
 
     def position(self, rows, cols):
         """Flat index of entries (row, col), pivot order, with row >= col's cblk's first column.
@@ -184,8 +191,16 @@ class Factors:
         elif self.kind in ("ldlt", "ldlh"):
             _numeric.solve_forward(flat, n, nrhs, L, L, L_, N_, True, self.lperm, *lay)
             _numeric.solve_diagonal(
-                flat, n, nrhs, L, self.dsub, self.conj, self.pivtype, self.layout.fcol,
-                self.layout.coefind[:-1], self.layout.stride,
+                flat,
+                n,
+                nrhs,
+                L,
+                self.dsub,
+                self.conj,
+                self.pivtype,
+                self.layout.fcol,
+                self.layout.coefind[:-1],
+                self.layout.stride,
             )
             _numeric.solve_backward(flat, n, nrhs, L, L, tr, L_, tr, True, self.lperm, *lay)
         elif trans == "N":

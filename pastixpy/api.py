@@ -1,0 +1,677 @@
+"""The user's surface: ``factorize`` → :class:`Factorization`, ``spsolve``, ``factorized``.
+
+A factorization runs the pipeline phase by phase: canonical matrix → kind →
+structural check → preprocessing (matching, scaling) → analysis → numeric
+factorization; a solve maps b into the factored space, runs the triangular
+solves, maps back, and refines.
+"""
+
+import time
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as sla
+
+from .analysis import analyze
+from .errors import (
+    InvalidInputError,
+    NotPositiveDefiniteError,
+    PastixError,
+    PatternMismatchError,
+    SingularMatrixError,
+)
+from .matrix import canonical_csc, matrix_symmetry
+from .numeric import AssemblyMap, PanelLayout, factorize_numeric
+from .options import parse_option
+from .preprocess import check_structural_rank, preprocess
+from .refine import backward_error, refine
+
+__all__ = ["Factorization", "PastixWarning", "factorize", "factorized", "spsolve"]
+
+KINDS = {"auto": set(), "llt": set(), "ldlt": set(), "ldlh": set(), "lu": set()}
+REFINE = {
+    "auto": {"tol", "maxiter"},
+    "ir": {"tol", "maxiter"},
+    "gmres": {"tol", "maxiter"},
+    "cg": {"tol", "maxiter"},
+    "none": set(),
+}
+SWITCH = {"auto": set(), "on": set(), "off": set()}
+
+#: Which kinds each value symmetry admits (real "symmetric" is also Hermitian).
+ADMISSIBLE = {
+    ("symmetric", False): {"llt", "ldlt", "ldlh", "lu"},
+    ("symmetric", True): {"ldlt", "lu"},
+    ("hermitian", True): {"llt", "ldlh", "lu"},
+    ("general", False): {"lu"},
+    ("general", True): {"lu"},
+}
+
+
+class PastixWarning(UserWarning):
+    """Results that hold but deserve attention (perturbed pivots, unreliable inertia)."""
+
+
+def _default_tol(dtype):
+    """Backward error a solve is expected to reach in this precision."""
+    return 1e-6 if np.dtype(dtype).char in "fF" else 1e-12
+
+
+class Factorization:
+    """A numeric factorization of a square sparse matrix, ready to solve with.
+
+    Made by :func:`factorize`. Solves are ``F.solve(b)`` (or ``F(b)``); the
+    analysis and preprocessing are reused by :meth:`refactorize`.
+
+    Attributes
+    ----------
+    kind : str
+        ``"llt"``, ``"ldlt"``, ``"ldlh"`` or ``"lu"``, as factored.
+    analysis : Analysis
+    stats : dict
+        The analysis statistics plus ``seconds`` per phase, ``factor_entries``,
+        ``perturbed_pivots``, ``refinement_steps`` and ``backward_error`` of the
+        last solve.
+    """
+
+    def __init__(self, C, kind, analysis, options):
+        self.shape = C.shape
+        self.dtype = C.dtype
+        self._options = options
+        self._pattern = (C.indptr, C.indices)
+        self._setup(C, kind, analysis)
+
+    # ------------------------------------------------------------------ numeric phase
+
+    def _setup(self, C, kind, analysis):
+        """Preprocess, analyse (unless given an analysis) and factor C as ``kind``."""
+        t0 = time.perf_counter()
+        given = analysis is not None
+        prep = preprocess(
+            C,
+            kind,
+            matching=self._options["matching"] and not given,
+            scaling=self._options["scaling"],
+        )
+        B = prep.apply(C)
+        t1 = time.perf_counter()
+        if analysis is None:
+            analysis = analyze(B, ordering=self._options["ordering"], kind=kind, pairs=prep.pairs)
+        elif analysis.n != C.shape[0] or not _same_pattern(analysis, B):
+            raise PatternMismatchError(
+                "the analysis was made for another sparsity pattern; call pastixpy.analyze(A) "
+                "or leave analysis= out"
+            )
+        t2 = time.perf_counter()
+        self.kind = kind
+        self.analysis = analysis
+        self._layout = PanelLayout.from_symbol(analysis.symbol)
+        self._assembly = None
+        self.stats = dict(analysis.stats)
+        self.stats["seconds"] = {"preprocess": t1 - t0, "analysis": t2 - t1}
+        try:
+            self._factor(C, prep)
+        except NotPositiveDefiniteError:
+            if not (self._options["auto_kind"] and kind == "llt"):
+                raise
+            # Not positive definite after all: LDLᵀ, on a new analysis if 2x2 pairs want one.
+            indefinite = _indefinite_kind(C)
+            pairs = preprocess(C, indefinite, scaling=self._options["scaling"]).pairs
+            keep = given or pairs is None
+            self._setup(C, indefinite, analysis if keep else None)
+
+    def _factor(self, C, prep):
+        t0 = time.perf_counter()
+        B = prep.apply(C)
+        pivot_tol = self._options["pivot_tol"] or np.sqrt(np.finfo(C.dtype).eps) * _norm_inf(B)
+        if self._assembly is None:
+            self._assembly = AssemblyMap.build(B, self.analysis.iperm, self._layout, self.kind)
+        t1 = time.perf_counter()
+        factors = factorize_numeric(
+            B,
+            self.analysis,
+            self._layout,
+            self._assembly,
+            self.kind,
+            pivot_tol,
+            self._options["progress"],
+        )
+        t2 = time.perf_counter()
+        self._C = C
+        self._prep = prep
+        self._factors = factors
+        self._norm_a = _norm_inf(C)
+        self._pivot_tol = pivot_tol
+        perturbed = np.flatnonzero(factors.perturbed)
+        # B's columns are A's columns: the matching permutes rows only.
+        self._perturbed_columns = self.analysis.perm[perturbed].tolist()
+        self.stats.update(
+            kind=self.kind,
+            factor_entries=int(factors.L.size + factors.U.size),
+            factor_bytes=int(factors.L.nbytes + factors.U.nbytes),
+            perturbed_pivots=int(perturbed.size),
+            pivot_tol=float(pivot_tol),
+            matching=prep.row_perm is not None,
+            pairs=0 if prep.pairs is None else int(prep.pairs.shape[0]),
+            scaling=bool(prep.scaled),
+            refinement_steps=0,
+            backward_error=None,
+        )
+        seconds = self.stats["seconds"]
+        seconds["preprocess"] = seconds.get("preprocess", 0.0) + t1 - t0
+        seconds["factorize"] = t2 - t1
+        if perturbed.size and self._options["refine"][0] == "none":
+            warnings.warn(self._perturbed_message(), PastixWarning, stacklevel=4)
+
+    def _perturbed_message(self):
+        cols = self._perturbed_columns
+        shown = ", ".join(map(str, np.asarray(cols)[:10].tolist()))
+        more = f" and {len(cols) - 10} more" if len(cols) > 10 else ""
+        return (
+            f"{len(cols)} pivot(s) smaller than {self._pivot_tol:.2e} were perturbed (static "
+            f"pivoting) at column(s) {shown}{more}: the matrix may be singular or nearly so"
+        )
+
+    def refactorize(self, A):
+        """Factor a new matrix with the same pattern, reusing the analysis and row matching.
+
+        With ``kind="auto"``, a matrix that is no longer positive definite is
+        refactored as LDLᵀ (LDLᴴ), with a new analysis when 2x2 pivots need one.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        PatternMismatchError
+            A's pattern (stored entries, explicit zeros included) differs.
+        """
+        C = canonical_csc(A)
+        if C.shape != self.shape or not (
+            np.array_equal(C.indptr, self._pattern[0])
+            and np.array_equal(C.indices, self._pattern[1])
+        ):
+            raise PatternMismatchError(
+                "the new matrix does not have the sparsity pattern this factorization was "
+                "analysed for; call pastixpy.factorize(A) for a new pattern"
+            )
+        if C.dtype != self.dtype:
+            if np.promote_types(C.dtype, self.dtype) != self.dtype:
+                raise InvalidInputError(
+                    f"the new matrix has dtype {C.dtype}, this factorization {self.dtype}: "
+                    "factorize it anew"
+                )
+            C = C.astype(self.dtype)
+        _check_kind(self.kind, matrix_symmetry(C), np.iscomplexobj(C.data), "refactorize")
+        prep = preprocess(
+            C,
+            self.kind,
+            scaling=self._options["scaling"],
+            row_perm=self._prep.row_perm,
+            pairs=self._prep.pairs,
+        )
+        self.stats["seconds"] = {}
+        try:
+            self._factor(C, prep)
+        except NotPositiveDefiniteError:
+            if not (self._options["auto_kind"] and self.kind == "llt"):
+                raise
+            self._setup(C, _indefinite_kind(C), None)
+        return self
+
+    # ------------------------------------------------------------------ solves
+
+    def solve(self, b, trans="N"):
+        """Solve A x = b (``trans="N"``), Aᵀ x = b (``"T"``) or Aᴴ x = b (``"H"``).
+
+        Parameters
+        ----------
+        b : array_like, shape (n,) or (n, k)
+            Right-hand side(s); sparse b is densified.
+        trans : {"N", "T", "H"}
+
+        Returns
+        -------
+        x : ndarray, same shape as b, dtype promoted from A's and b's
+        """
+        if trans not in ("N", "T", "H"):
+            raise InvalidInputError(f"trans must be 'N', 'T' or 'H', got {trans!r}")
+        b2, vector = self._rhs(b)
+        t0 = time.perf_counter()
+        dtype = np.promote_types(self.dtype, b2.dtype)
+        if np.iscomplexobj(b2) and not np.iscomplexobj(np.empty(0, self.dtype)):
+            # Real factors: the real and imaginary parts are two real systems.
+            re = self._solve_refined(np.ascontiguousarray(b2.real, dtype=self.dtype), trans)
+            im = self._solve_refined(np.ascontiguousarray(b2.imag, dtype=self.dtype), trans)
+            x = re + 1j * im
+        else:
+            x = self._solve_refined(b2.astype(self.dtype, copy=False), trans)
+        self.stats["seconds"]["solve"] = time.perf_counter() - t0
+        x = x.astype(dtype, copy=False)
+        return x[:, 0] if vector else x
+
+    __call__ = solve
+
+    def _rhs(self, b):
+        n = self.shape[0]
+        if sp.issparse(b):
+            b = b.toarray()
+        b = np.asarray(b)
+        if b.dtype.kind not in "biufc":
+            raise InvalidInputError(f"b has dtype {b.dtype}; it must be numeric")
+        if b.ndim not in (1, 2) or b.shape[0] != n:
+            raise InvalidInputError(
+                f"b has shape {b.shape}; expected ({n},) or ({n}, k) for a {n}x{n} matrix"
+            )
+        if not np.isfinite(b).all():
+            col = np.argwhere(~np.isfinite(b))[0]
+            raise InvalidInputError(f"b has a NaN or Inf value at index {tuple(col.tolist())}")
+        vector = b.ndim == 1
+        b2 = b.reshape(n, -1)
+        if b2.dtype.kind in "biu":
+            b2 = b2.astype(np.float64)
+        return b2, vector
+
+    def _apply_inverse(self, R, trans):
+        """x = A⁻¹ R (or A⁻ᵀ, A⁻ᴴ) with the factors, no refinement. R: (n, k) in A's dtype."""
+        if trans == "H":
+            return np.conj(self._apply_inverse(np.conj(R), "T"))
+        if trans == "T" and self.kind in ("llt", "ldlh") and np.iscomplexobj(R):
+            return np.conj(self._apply_inverse(np.conj(R), "N"))  # Aᵀ = conj(A)
+        prep, perm = self._prep, self.analysis.perm
+        dr, dc = prep.dr, prep.dc
+        if trans == "N":
+            c = R[prep.row_perm] if prep.row_perm is not None else R
+            c = dr[:, None] * c
+        else:
+            c = dc[:, None] * R
+        X = np.asfortranarray(c[perm])
+        self._factors.solve_inplace(X, "T" if trans == "T" and self.kind == "lu" else "N")
+        y = np.empty_like(X)
+        y[perm] = X
+        if trans == "N":
+            return dc[:, None] * y
+        x = dr[:, None] * y
+        if prep.row_perm is not None:
+            out = np.empty_like(x)
+            out[prep.row_perm] = x
+            x = out
+        return x
+
+    def _matvec(self, X, trans):
+        C = self._C
+        if trans == "N":
+            return C @ X
+        if trans == "T":
+            return C.T @ X
+        return C.conj().T @ X
+
+    def _solve_refined(self, b, trans):
+        x = self._apply_inverse(b, trans)
+        method, kw = self._options["refine"]
+        tol = kw.get("tol", _default_tol(self.dtype))
+        maxiter = kw.get("maxiter", 10)
+        matvec = lambda X: self._matvec(X, trans)  # noqa: E731
+        solve = lambda R: self._apply_inverse(R, trans)  # noqa: E731
+        if method == "none":
+            berr = backward_error(matvec, x, b, self._norm_a)
+            steps = 0
+        else:
+            needed = self.stats["perturbed_pivots"] > 0 or self.stats["scaling"]
+            krylov = {"ir": None, "cg": "cg"}.get(method, "gmres")
+            if method == "auto" and self.kind == "llt":
+                krylov = "cg"
+            x, berr, steps = refine(
+                matvec,
+                solve,
+                b,
+                x,
+                self._norm_a,
+                tol,
+                maxiter,
+                krylov,
+                always=method != "auto" or needed,
+            )
+        self.stats["refinement_steps"] = int(steps)
+        self.stats["backward_error"] = float(berr.max()) if berr.size else 0.0
+        if method != "none" and (berr > tol).any():
+            worst = float(berr.max())
+            if self.stats["perturbed_pivots"]:
+                raise SingularMatrixError(
+                    f"the matrix is numerically singular: refinement reached a backward error "
+                    f"of {worst:.2e}, not {tol:.0e}. {self._perturbed_message()}. Check the "
+                    "model (constraints, boundary conditions) or use a least-squares solver",
+                    columns=self._perturbed_columns,
+                )
+            raise SingularMatrixError(
+                f"the solve reached a backward error of {worst:.2e}, not {tol:.0e}: the matrix "
+                "is too ill-conditioned for this precision; use float64/complex128 or scale it"
+            )
+        if self.stats["perturbed_pivots"] and method != "none":
+            warnings.warn(
+                self._perturbed_message() + f"; the solution reached backward error "
+                f"{self.stats['backward_error']:.1e}",
+                PastixWarning,
+                stacklevel=4,
+            )
+        if not np.isfinite(x).all():
+            raise SingularMatrixError("the solve produced non-finite values: A is singular")
+        return x
+
+    # ------------------------------------------------------------------ views and by-products
+
+    @property
+    def perm(self):
+        """Pivot order: ``perm[k]`` is the column of A eliminated k-th."""
+        return self.analysis.perm
+
+    def aslinearoperator(self):
+        """A scipy LinearOperator applying A⁻¹ (``rmatvec`` applies A⁻ᴴ)."""
+        n = self.shape[0]
+        return sla.LinearOperator(
+            (n, n),
+            matvec=lambda v: self.solve(v),
+            rmatvec=lambda v: self.solve(v, trans="H"),
+            matmat=lambda V: self.solve(V),
+            dtype=self.dtype,
+        )
+
+    def slogdet(self):
+        """Sign and natural log of |det(A)|, like ``numpy.linalg.slogdet``.
+
+        With perturbed pivots this is the determinant of the perturbed matrix
+        (a warning says so).
+        """
+        F, prep = self._factors, self._prep
+        d = F.diagonal()
+        complex_ = np.iscomplexobj(d)
+        if self.kind == "llt":
+            logabs = 2 * np.sum(np.log(np.abs(d)))
+            sign = 1.0
+        elif self.kind == "lu":
+            logabs = np.sum(np.log(np.abs(d)))
+            sign = np.prod(d / np.abs(d))
+        else:
+            d, one, _, det2 = _d_blocks(F)
+            vals = np.concatenate([d[one], det2])
+            logabs = np.sum(np.log(np.abs(vals)))
+            sign = np.prod(vals / np.abs(vals))
+        logabs -= np.sum(np.log(prep.dr)) + np.sum(np.log(prep.dc))
+        if prep.row_perm is not None and _parity(prep.row_perm):
+            sign = -sign
+        if F.perturbed.any():
+            warnings.warn(
+                "slogdet is that of the matrix with perturbed pivots. " + self._perturbed_message(),
+                PastixWarning,
+                stacklevel=2,
+            )
+        sign = complex(sign) if complex_ else float(np.real(sign))
+        return sign, float(logabs)
+
+    def logdet(self):
+        """log(det(A)) of a positive definite matrix.
+
+        Raises
+        ------
+        PastixError
+            The matrix is not (Hermitian) positive definite.
+        """
+        if self.kind in ("ldlt", "ldlh", "lu"):
+            sign, logabs = self.slogdet()
+            pos = self.kind != "lu" and self.inertia()[0] == self.shape[0]
+            if not pos or np.abs(sign - 1) > 1e-8:
+                raise PastixError("logdet() needs a positive definite matrix; use slogdet()")
+            return logabs
+        return self.slogdet()[1]
+
+    def inertia(self):
+        """Numbers of positive, negative and zero eigenvalues (Sylvester's law on D).
+
+        Defined for real symmetric and Hermitian factorizations. Perturbed pivots
+        are counted as zero eigenvalues, with a warning that the split is unreliable.
+        """
+        if self.kind == "lu" or (self.kind == "ldlt" and np.iscomplexobj(self._factors.L)):
+            raise PastixError(
+                f"inertia is defined for real symmetric or Hermitian matrices, not kind "
+                f"{self.kind!r} on {self.dtype}"
+            )
+        n = self.shape[0]
+        F = self._factors
+        if self.kind == "llt":
+            return (n, 0, 0)
+        d, one, two, det2 = _d_blocks(F)
+        d, det2 = np.real(d), np.real(det2)
+        pert = F.perturbed
+        one = one[~pert[one]]
+        trace = d[two] + d[two + 1]
+        # A 2x2 pivot with negative determinant has one eigenvalue of each sign.
+        pos = int(np.sum(d[one] > 0) + np.sum(det2 < 0) + 2 * np.sum((det2 > 0) & (trace > 0)))
+        neg = int(np.sum(d[one] < 0) + np.sum(det2 < 0) + 2 * np.sum((det2 > 0) & (trace < 0)))
+        zero = n - pos - neg
+        if pert.any():
+            warnings.warn(
+                "inertia counts perturbed pivots as zero eigenvalues; it is unreliable. "
+                + self._perturbed_message(),
+                PastixWarning,
+                stacklevel=2,
+            )
+        return (pos, neg, zero)
+
+    def __repr__(self):
+        s = self.stats
+        return (
+            f"<Factorization {self.shape[0]}x{self.shape[1]} {self.dtype} kind={self.kind} "
+            f"entries={s['factor_entries']} perturbed={s['perturbed_pivots']}>"
+        )
+
+
+def _d_blocks(F):
+    """D's diagonal, the 1x1 pivot positions, the 2x2 pivot starts and the 2x2 determinants."""
+    d = F.diagonal()
+    one = np.flatnonzero(F.pivtype == 1)
+    two = np.flatnonzero(F.pivtype == 2)
+    off = F.dsub[two]
+    det2 = d[two] * d[two + 1] - (np.conj(off) if F.conj else off) * off
+    return d, one, two, det2
+
+
+def _parity(p):
+    """1 if the permutation is odd, 0 if even."""
+    n = p.size
+    graph = sp.csr_array((np.ones(n), (np.arange(n), p)), shape=(n, n))
+    ncycles = sp.csgraph.connected_components(graph, directed=True, connection="weak")[0]
+    return (n - ncycles) % 2
+
+
+def _norm_inf(C):
+    return float(np.abs(C).sum(axis=1).max()) if C.nnz else 0.0
+
+
+def _check_kind(kind, symmetry, complex_, where):
+    allowed = ADMISSIBLE[(symmetry, complex_)]
+    if kind not in allowed:
+        what = {
+            "symmetric": "complex symmetric" if complex_ else "symmetric",
+            "hermitian": "Hermitian",
+            "general": "unsymmetric",
+        }[symmetry]
+        raise InvalidInputError(
+            f"{where}: kind={kind!r} does not fit a {what} matrix; use one of {sorted(allowed)} "
+            "or kind='auto'"
+        )
+
+
+def factorize(
+    A,
+    *,
+    kind="auto",
+    ordering="metis",
+    analysis=None,
+    refine="auto",
+    matching="auto",
+    scaling="auto",
+    pivot_tol=None,
+    threads=None,
+    progress=None,
+):
+    """Factor a square sparse matrix: LLᵀ, LDLᵀ, LDLᴴ or LU.
+
+    Parameters
+    ----------
+    A : scipy sparse matrix or array (any format), or dense array_like
+    kind : {"auto", "llt", "ldlt", "ldlh", "lu"}
+        ``"auto"``: symmetric/Hermitian → LLᵀ (LLᴴ), falling back to LDLᵀ
+        (LDLᴴ) when a pivot is not positive; complex symmetric → LDLᵀ;
+        otherwise LU on the pattern of A + Aᵀ.
+    ordering : str, (str, dict) or array_like
+        As for :func:`pastixpy.analyze`.
+    analysis : Analysis, optional
+        Reuse an analysis of a matrix with this pattern (skips ordering and
+        symbolic factorization; no row matching or 2x2 pairing is then done).
+    refine : str or (str, dict)
+        ``"auto"`` (refine when pivots were perturbed, the matrix was scaled,
+        or the backward error is above ``tol``), ``"ir"`` (iterative refinement
+        only), ``"gmres"`` / ``"cg"`` (refinement, then that Krylov method
+        preconditioned by the factors), or ``"none"``; parameters ``tol``
+        (requested backward error; 1e-12 in double, 1e-6 in single precision)
+        and ``maxiter``.
+    matching : {"auto", "on", "off"}
+        LU: maximum-product row matching before the analysis; LDLᵀ/LDLᴴ: pairing
+        of unknowns with weak diagonals into 2x2 pivots ("auto": on).
+    scaling : {"auto", "on", "off"}
+        Equilibration: rows and columns for LU, symmetric for LDLᵀ ("auto": on).
+    pivot_tol : float, optional
+        Static pivoting threshold; default ``sqrt(eps) * ‖B‖∞`` of the scaled matrix.
+    threads : int, optional
+        BLAS threads for this factorization and its solves (needs threadpoolctl);
+        default: leave the BLAS as configured.
+    progress : callable, optional
+        ``progress(fraction)`` is called as the factorization advances.
+
+    Returns
+    -------
+    Factorization
+
+    Raises
+    ------
+    InvalidInputError
+        Bad A, or a kind that does not fit A's symmetry.
+    SingularMatrixError
+        A is structurally singular (the columns are named).
+    NotPositiveDefiniteError
+        ``kind="llt"`` and A is not positive definite.
+
+    Examples
+    --------
+    >>> from pastixpy.gallery import laplacian
+    >>> F = factorize(laplacian((20, 20)))
+    >>> x = F.solve(np.ones(400))
+    >>> F.kind, bool(F.stats["backward_error"] < 1e-14)
+    ('llt', True)
+    """
+    t0 = time.perf_counter()
+    kind, _ = parse_option(kind, KINDS, "kind")
+    if pivot_tol is not None and not pivot_tol > 0:
+        raise InvalidInputError(f"pivot_tol must be positive, got {pivot_tol!r}")
+    options = {
+        "ordering": ordering,
+        "refine": parse_option(refine, REFINE, "refine"),
+        "matching": parse_option(matching, SWITCH, "matching")[0] != "off",
+        "scaling": parse_option(scaling, SWITCH, "scaling")[0] != "off",
+        "pivot_tol": None if pivot_tol is None else float(pivot_tol),
+        "progress": progress,
+        "auto_kind": kind == "auto",
+        "threads": threads,
+    }
+    C = canonical_csc(A)
+    complex_ = np.iscomplexobj(C.data)
+    symmetry = matrix_symmetry(C)
+    if kind == "auto":
+        kind = {"hermitian": "llt", "general": "lu"}.get(symmetry, "ldlt" if complex_ else "llt")
+    _check_kind(kind, symmetry, complex_, "factorize")
+    check_structural_rank(C)
+    t1 = time.perf_counter()
+    with _blas_threads(threads):
+        F = Factorization(C, kind, analysis, options)
+    F.stats["seconds"] = {"check": t1 - t0, **F.stats["seconds"]}
+    return F
+
+
+def _indefinite_kind(C):
+    """The kind ``"auto"`` falls back to when a symmetric matrix is not positive definite."""
+    return "ldlh" if np.iscomplexobj(C.data) else "ldlt"
+
+
+def _same_pattern(analysis, B):
+    from .matrix import symmetric_pattern
+
+    xadj, adjncy = symmetric_pattern(B)
+    return np.array_equal(xadj, analysis.xadj) and np.array_equal(adjncy, analysis.adjncy)
+
+
+class _blas_threads:
+    """Limit BLAS threads inside a ``with`` block when asked (needs threadpoolctl)."""
+
+    def __init__(self, threads):
+        self.threads = threads
+        self.ctl = None
+
+    def __enter__(self):
+        if self.threads is not None:
+            from threadpoolctl import threadpool_limits
+
+            self.ctl = threadpool_limits(limits=int(self.threads), user_api="blas")
+        return self
+
+    def __exit__(self, *exc):
+        if self.ctl is not None:
+            self.ctl.unregister()
+
+
+def spsolve(A, b, **options):
+    """Solve A x = b: a drop-in for ``scipy.sparse.linalg.spsolve``.
+
+    Parameters
+    ----------
+    A : sparse matrix or array (any format)
+    b : ndarray or sparse, shape (n,), (n, 1) or (n, k)
+    **options
+        Passed to :func:`factorize`.
+
+    Returns
+    -------
+    x : ndarray or sparse
+        1-D when b is (n,) or (n, 1) like scipy's; (n, k) otherwise; sparse
+        (CSC) when b is sparse with k > 1.
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> spsolve(sp.csc_array([[4.0, 1.0], [1.0, 3.0]]), [1.0, 2.0])
+    array([0.09090909, 0.63636364])
+    """
+    b_sparse = sp.issparse(b)
+    bb = b.toarray() if b_sparse else np.asarray(b)
+    vector = bb.ndim == 1 or (bb.ndim == 2 and bb.shape[1] == 1)
+    x = factorize(A, **options).solve(bb)
+    if vector:
+        return x.reshape(-1)
+    if b_sparse:
+        return sp.csc_matrix(x) if isinstance(b, sp.spmatrix) else sp.csc_array(x)
+    return x
+
+
+def factorized(A, **options):
+    """Factor A and return a function solving A x = b: a drop-in for scipy's ``factorized``.
+
+    Examples
+    --------
+    >>> from pastixpy.gallery import laplacian
+    >>> solve = factorized(laplacian((10, 10)))
+    >>> solve(np.ones(100)).shape
+    (100,)
+    """
+    F = factorize(A, **options)
+    return F.solve
