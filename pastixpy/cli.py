@@ -1,13 +1,19 @@
-"""Command line: ``pastixpy analyze FILE.mtx`` (also ``python -m pastixpy``)."""
+"""Command line: ``pastixpy analyze FILE``, ``pastixpy solve FILE`` (or ``python -m pastixpy``)."""
 
 import argparse
 import json
 import sys
+import time
+import warnings
+
+import numpy as np
 
 from .analysis import analyze
 from .errors import PastixError
-from .io import read_matrix
+from .io import read_dense, read_matrix, write_dense
 from .ordering import ORDERINGS
+
+KIND_CHOICES = ["auto", "llt", "ldlt", "ldlh", "lu"]
 
 EXAMPLES = {
     "lap2d": (2, "2D 5-point Laplacian, SIZE² unknowns"),
@@ -28,16 +34,9 @@ def example_matrix(spec):
     return vector_laplacian(shape) if name == "elast3d" else laplacian(shape)
 
 
-def _parser():
-    p = argparse.ArgumentParser(
-        prog="pastixpy", description="Sparse direct solver in the lineage of PaStiX."
-    )
-    sub = p.add_subparsers(dest="command", required=True)
-    a = sub.add_parser(
-        "analyze",
-        help="order a matrix and forecast the fill, flops and memory of its factorization",
-    )
-    src = a.add_mutually_exclusive_group(required=True)
+def _add_source(p):
+    """The matrix to work on: a file or a built-in example."""
+    src = p.add_mutually_exclusive_group(required=True)
     src.add_argument(
         "matrix", nargs="?", help="Matrix Market (.mtx, .mtx.gz) or Harwell-Boeing file"
     )
@@ -47,9 +46,35 @@ def _parser():
         metavar="NAME:SIZE",
         help="a built-in problem: " + ", ".join(f"{k}:SIZE" for k in EXAMPLES),
     )
-    a.add_argument("--ordering", choices=sorted(ORDERINGS), default="metis")
-    a.add_argument("--kind", choices=["auto", "llt", "ldlt", "ldlh", "lu"], default="auto")
-    a.add_argument("--json", action="store_true", help="print the statistics as JSON")
+    p.add_argument("--ordering", choices=sorted(ORDERINGS), default="metis")
+    p.add_argument("--kind", choices=KIND_CHOICES, default="auto")
+    p.add_argument("--json", action="store_true", help="print the statistics as JSON")
+
+
+def _parser():
+    p = argparse.ArgumentParser(
+        prog="pastixpy", description="Sparse direct solver in the lineage of PaStiX."
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+    a = sub.add_parser(
+        "analyze",
+        help="order a matrix and forecast the fill, flops and memory of its factorization",
+    )
+    _add_source(a)
+    s = sub.add_parser(
+        "solve",
+        help="factor a matrix and solve A x = b (b = A @ ones unless --rhs is given)",
+    )
+    _add_source(s)
+    s.add_argument("--rhs", metavar="B.mtx", help="right-hand side(s), Matrix Market")
+    s.add_argument("-o", "--output", metavar="X.mtx", help="write the solution (Matrix Market)")
+    s.add_argument("--threads", type=int, metavar="N", help="BLAS threads (default: as configured)")
+    s.add_argument(
+        "--refine",
+        choices=["auto", "ir", "gmres", "cg", "none"],
+        default="auto",
+        help="refinement after the solve (default: auto)",
+    )
     return p
 
 
@@ -81,17 +106,103 @@ def format_stats(stats):
     return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
 
 
+def format_solve(stats):
+    """The numeric phase's statistics (printed after :func:`format_stats`)."""
+    rows = [
+        (
+            "factor entries",
+            f"{stats['factor_entries']:,}  ({stats['factor_bytes'] / 2**20:,.1f} MiB)",
+        ),
+        ("perturbed pivots", f"{stats['perturbed_pivots']}"),
+        ("refinement steps", f"{stats['refinement_steps']}"),
+        ("backward error", f"{stats['backward_error']:.2e}"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
+
+
+class _ProgressBar:
+    """A factorization progress bar on stderr, shown only once a second has passed."""
+
+    def __init__(self):
+        from tqdm import tqdm
+
+        self.bar = tqdm(
+            total=100,
+            delay=1.0,
+            file=sys.stderr,
+            desc="factorizing",
+            unit="%",
+            leave=False,
+            bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed}",
+        )
+
+    def __call__(self, fraction):
+        self.bar.update(round(100 * fraction) - self.bar.n)
+
+    def close(self):
+        self.bar.close()
+
+
+def _solve(args, A):
+    from .api import PastixWarning, factorize
+
+    if args.rhs is not None:
+        b = read_dense(args.rhs)
+        if b.shape[1] == 1:
+            b = b[:, 0]
+    else:
+        b = A @ np.ones(A.shape[1], dtype=A.dtype)
+    bar = _ProgressBar()
+    t0 = time.perf_counter()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", PastixWarning)
+            F = factorize(
+                A,
+                kind=args.kind,
+                ordering=args.ordering,
+                threads=args.threads,
+                refine=args.refine,
+                progress=bar,
+            )
+            x = F.solve(b)
+    finally:
+        bar.close()
+    stats = dict(F.stats, total_seconds=time.perf_counter() - t0)
+    stats["warnings"] = [str(w.message) for w in caught]
+    if args.output:
+        write_dense(args.output, x)
+    return stats
+
+
 def main(argv=None):
     """Entry point; returns the process exit code."""
     args = _parser().parse_args(argv)
     try:
         A = args.example if args.example is not None else read_matrix(args.matrix)
-        an = analyze(A, ordering=args.ordering, kind=args.kind)
+        if args.command == "solve":
+            stats = _solve(args, A)
+        else:
+            stats = analyze(A, ordering=args.ordering, kind=args.kind).stats
     except (PastixError, OSError, MemoryError) as exc:
         print(f"pastixpy: error: {exc}", file=sys.stderr)
         return 1
     if args.json:
-        print(json.dumps(an.stats, indent=2))
+        print(json.dumps(stats, indent=2, default=_jsonable))
     else:
-        print(format_stats(an.stats))
+        print(format_stats(stats))
+        if args.command == "solve":
+            print(format_solve(stats))
+            for w in stats["warnings"]:
+                print(f"warning: {w}", file=sys.stderr)
     return 0
+
+
+def _jsonable(value):
+    """numpy scalars and arrays in the statistics, as JSON values."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"not JSON serializable: {type(value).__name__}")

@@ -1,11 +1,34 @@
-"""Reading matrices from files: Matrix Market (also gzipped) and Harwell-Boeing."""
+"""Reading and writing matrices: Matrix Market (also gzipped) and Harwell-Boeing.
 
+Matrix Market goes through scipy.io. Harwell-Boeing is read here because
+scipy's reader handles only real unsymmetric files; this one reads assembled
+real, complex and pattern matrices, unsymmetric, symmetric, Hermitian and
+skew-symmetric (``.rua``, ``.rsa``, ``.cua``, ``.csa``, ``.cha``, ``.psa``...).
+"""
+
+import re
 from pathlib import Path
 
+import numpy as np
 import scipy.io
 import scipy.sparse as sp
 
 from .errors import InvalidInputError
+
+HB_SUFFIXES = (
+    ".rua",
+    ".rsa",
+    ".rss",
+    ".rza",
+    ".cua",
+    ".csa",
+    ".cha",
+    ".cza",
+    ".pua",
+    ".psa",
+    ".hb",
+    ".rb",
+)
 
 
 def read_matrix(path):
@@ -14,24 +37,122 @@ def read_matrix(path):
     Parameters
     ----------
     path : str or Path
-        ``.mtx`` or ``.mtx.gz`` (Matrix Market, scipy.io.mmread), or ``.rua``,
-        ``.rsa``, ``.hb`` (real Harwell-Boeing, scipy.io.hb_read).
+        ``.mtx`` or ``.mtx.gz`` (Matrix Market), or a Harwell-Boeing file
+        (``.rua``, ``.rsa``, ``.cua``, ``.csa``, ``.cha``, ``.psa``, ``.hb``, ``.rb``).
 
     Returns
     -------
     scipy.sparse.csc_array
+
+    Raises
+    ------
+    InvalidInputError
+        The file is missing or cannot be parsed.
     """
     path = Path(path)
     if not path.is_file():
         raise InvalidInputError(f"no such file: {path}")
-    name = path.name.lower()
     try:
-        if name.endswith((".rua", ".rsa", ".hb", ".rb")):
-            A = scipy.io.hb_read(str(path))
-        else:
-            A = scipy.io.mmread(str(path))
+        if path.name.lower().endswith(HB_SUFFIXES):
+            return read_harwell_boeing(path)
+        A = scipy.io.mmread(str(path))
+    except InvalidInputError:
+        raise
     except Exception as exc:
         raise InvalidInputError(f"cannot read {path}: {exc}") from exc
-    if not sp.issparse(A):
-        A = sp.csc_array(A)
+    return sp.csc_array(A)
+
+
+def read_dense(path):
+    """Read right-hand sides (dense or sparse Matrix Market) as a 2-D ndarray."""
+    path = Path(path)
+    if not path.is_file():
+        raise InvalidInputError(f"no such file: {path}")
+    try:
+        B = scipy.io.mmread(str(path))
+    except Exception as exc:
+        raise InvalidInputError(f"cannot read {path}: {exc}") from exc
+    return B.toarray() if sp.issparse(B) else np.atleast_2d(np.asarray(B).T).T
+
+
+def write_dense(path, X):
+    """Write an (n,) or (n, k) array as a dense Matrix Market file."""
+    X = np.asarray(X)
+    scipy.io.mmwrite(str(path), X.reshape(X.shape[0], -1), precision=17)
+
+
+def _fortran_format(fmt):
+    """(count per line, field width) of a Fortran edit descriptor such as ``(1P,4E20.12)``."""
+    m = re.search(r"(\d*)\s*[IEDFG]\s*(\d+)", fmt.upper().replace("1P,", "").replace("1P", ""))
+    if m is None:
+        raise InvalidInputError(f"unsupported Fortran format {fmt.strip()!r}")
+    return int(m.group(1) or 1), int(m.group(2))
+
+
+def _fields(lines, fmt, count, kind):
+    """The first ``count`` fixed-width fields of ``lines``, parsed as int or float."""
+    per_line, width = _fortran_format(fmt)
+    out = []
+    for line in lines:
+        line = line.rstrip("\n")
+        for k in range(per_line):
+            field = line[k * width : (k + 1) * width].strip()
+            if field:
+                out.append(field)
+        if len(out) >= count:
+            break
+    if len(out) < count:
+        raise InvalidInputError(f"Harwell-Boeing file ends early: {len(out)} of {count} values")
+    out = out[:count]
+    if kind == "int":
+        return np.array(out, dtype=np.int64)
+    # Fortran writes D exponents, and may drop the letter before a signed exponent.
+    fixed = [re.sub(r"(?<=\d)([+-]\d+)$", r"E\1", f.upper().replace("D", "E")) for f in out]
+    return np.array(fixed, dtype=np.float64)
+
+
+def read_harwell_boeing(path):
+    """Read an assembled Harwell-Boeing matrix (any value type and symmetry).
+
+    Symmetric, Hermitian and skew-symmetric files store one triangle; the
+    other is filled in. Pattern-only files get values of one.
+    """
+    with open(path) as f:
+        lines = f.readlines()
+    if len(lines) < 4:
+        raise InvalidInputError(f"{path} is too short for a Harwell-Boeing header")
+    counts = [int(x) for x in lines[1].split()]
+    ptrcrd, indcrd, valcrd = counts[1], counts[2], counts[3]
+    rhscrd = counts[4] if len(counts) > 4 else 0
+    mxtype = lines[2][:3].upper()
+    nrow, ncol, nnz = (int(x) for x in lines[2][3:].split()[:3])
+    if len(mxtype) != 3 or mxtype[0] not in "RCP" or mxtype[1] not in "USHZR" or mxtype[2] != "A":
+        raise InvalidInputError(
+            f"{path}: matrix type {mxtype!r} is not an assembled Harwell-Boeing matrix "
+            "(R/C/P, U/S/H/Z, A)"
+        )
+    fmt = lines[3]
+    ptrfmt, indfmt, valfmt = fmt[0:16], fmt[16:32], fmt[32:52]
+    start = 5 if rhscrd > 0 else 4
+    ptr_lines = lines[start : start + ptrcrd]
+    ind_lines = lines[start + ptrcrd : start + ptrcrd + indcrd]
+    val_lines = lines[start + ptrcrd + indcrd : start + ptrcrd + indcrd + valcrd]
+    indptr = _fields(ptr_lines, ptrfmt, ncol + 1, "int") - 1
+    indices = _fields(ind_lines, indfmt, nnz, "int") - 1
+    if mxtype[0] == "P":
+        data = np.ones(nnz)
+    elif mxtype[0] == "C":
+        v = _fields(val_lines, valfmt, 2 * nnz, "float")
+        data = v[0::2] + 1j * v[1::2]
+    else:
+        data = _fields(val_lines, valfmt, nnz, "float")
+    if indptr[0] != 0 or indptr[-1] != nnz or (np.diff(indptr) < 0).any():
+        raise InvalidInputError(f"{path}: inconsistent column pointers")
+    if nnz and (indices.min() < 0 or indices.max() >= nrow):
+        raise InvalidInputError(f"{path}: a row index is out of range 1..{nrow}")
+    A = sp.csc_array((data, indices, indptr), shape=(nrow, ncol))
+    if mxtype[1] in "SHZ":
+        strict = sp.tril(A, k=-1) + sp.triu(A, k=1)
+        other = {"S": strict.T, "H": strict.conj().T, "Z": -strict.T}[mxtype[1]]
+        A = A + other
     return sp.csc_array(A)
