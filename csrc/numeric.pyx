@@ -309,6 +309,24 @@ cdef void scatter_sub(scalar* c, int ldc, idx_t rowbase, int ncols, idx_t k, idx
                 dst[i + j * sf] -= src[i + j * ldc]
 
 
+cdef idx_t direct_offset(idx_t k, idx_t b, idx_t f, const idx_t* fcol, const idx_t* bloknum,
+                         const idx_t* coefind, const idx_t* stride, const idx_t* frow,
+                         const idx_t* lrow, const idx_t* bcoef) noexcept nogil:
+    """Offset in f's panel where the update of cblk k's bloks b.. can be written straight,
+    or -1 when their rows are not contiguous there (a scatter is needed)."""
+    cdef idx_t b2, fb = bloknum[f], fend = bloknum[f + 1], sf = stride[f]
+    cdef idx_t start = -1, dst
+    for b2 in range(b, bloknum[k + 1]):
+        while fb < fend and lrow[fb] < frow[b2]:
+            fb += 1
+        dst = bcoef[fb] + (frow[b2] - frow[fb])
+        if start == -1:
+            start = dst
+        elif dst != start + (bcoef[b2] - bcoef[b]):
+            return -1
+    return coefind[f] + start + (frow[b] - fcol[f]) * sf
+
+
 cdef void scatter_sub_transposed(scalar* c, int ldc, idx_t rowbase, int ncols, idx_t bfirst,
                                  idx_t bend, idx_t b, idx_t f, scalar* L, const idx_t* fcol,
                                  const idx_t* coefind, const idx_t* stride, const idx_t* frow,
@@ -348,7 +366,7 @@ def factorize_cblks(int kind, scalar[::1] L, scalar[::1] U,
     cdef scalar one = 1, mone = -1, zero = 0
     cdef bint conj = (kind == LLT or kind == LDLH) and (scalar is cfloat or scalar is cdouble)
     cdef char tr = c'C' if conj else c'T'
-    cdef idx_t k, b, e, f, cb, count = 0, failed = -1, wmax = 0, smax = 1, rowsmax = 1, fc
+    cdef idx_t k, b, e, f, cb, count = 0, failed = -1, wmax = 0, smax = 1, rowsmax = 1, fc, d
     cdef int w, m, h, M, info
     cdef scalar* base
     cdef scalar* ubase = NULL
@@ -405,6 +423,17 @@ def factorize_cblks(int kind, scalar[::1] L, scalar[::1] U,
                 cb = bcoef[b]
                 h = lrow[b] - frow[b] + 1
                 M = m - cb
+                d = direct_offset(k, b, f, &fcol[0], &bloknum[0], &coefind[0], &stride[0],
+                                  &frow[0], &lrow[0], &bcoef[0])
+                if d >= 0 and kind != LU:
+                    # The target rows are contiguous: accumulate straight into f's panel.
+                    if kind == LLT:
+                        gemm(c'N', tr, M, h, w, mone, base + cb, m, base + cb, m, one,
+                             &L[d], stride[f])
+                    else:
+                        gemm(c'N', tr, M, h, w, mone, wbuf + (cb - w), m - w, base + cb, m,
+                             one, &L[d], stride[f])
+                    continue
                 if kind == LLT:
                     gemm(c'N', tr, M, h, w, one, base + cb, m, base + cb, m, zero,
                          work, M)

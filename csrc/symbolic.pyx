@@ -159,7 +159,7 @@ cdef inline double _trapezoid(double ncols, double count) noexcept nogil:
 
 
 def amalgamate(const idx_t[::1] sptr, const idx_t[::1] sparent, const idx_t[::1] scount,
-               nrelax, zrelax):
+               const double[::1] szeros, nrelax, zrelax):
     """Relaxed amalgamation of supernodes (merge a supernode into its parent when few zeros are added).
 
     Only a child that ends right before its parent's group can merge into it, which
@@ -176,6 +176,8 @@ def amalgamate(const idx_t[::1] sptr, const idx_t[::1] sparent, const idx_t[::1]
         Parent supernode, -1 at roots; supernodes are postordered.
     scount : int64 array (nsuper)
         Entries of the first column of each supernode, diagonal included.
+    szeros : float64 array (nsuper)
+        Explicit zeros each supernode already stores (relaxed subtrees).
 
     Returns
     -------
@@ -188,7 +190,7 @@ def amalgamate(const idx_t[::1] sptr, const idx_t[::1] sparent, const idx_t[::1]
     cdef cnp.ndarray[idx_t, ndim=1] ncols_a = np.diff(np.asarray(sptr))
     cdef cnp.ndarray[idx_t, ndim=1] cnt_a = np.array(scount, dtype=np.int64)
     cdef cnp.ndarray[idx_t, ndim=1] last_a = np.arange(nsup, dtype=np.int64)
-    cdef cnp.ndarray[double, ndim=1] zeros_a = np.zeros(nsup)
+    cdef cnp.ndarray[double, ndim=1] zeros_a = np.array(szeros, dtype=np.float64)
     cdef cnp.ndarray[cnp.uint8_t, ndim=1] keep_a = np.ones(nsup + 1, dtype=np.uint8)
     cdef idx_t[::1] ncols = ncols_a, cnt = cnt_a, last = last_a
     cdef double[::1] zeros = zeros_a
@@ -219,7 +221,7 @@ def amalgamate(const idx_t[::1] sptr, const idx_t[::1] sparent, const idx_t[::1]
                 last[j] = last[g]
                 keep[g] = 0
     ptr = np.asarray(sptr)[keep_a.astype(bool)]
-    return np.ascontiguousarray(ptr, dtype=np.int64), int(round(extra))
+    return np.ascontiguousarray(ptr, dtype=np.int64), int(round(extra + np.sum(szeros)))
 
 
 cdef int _cmp_idx(const void* a, const void* b) noexcept nogil:
@@ -336,6 +338,18 @@ def closure_violation(const idx_t[::1] rowptr, const idx_t[::1] rows,
             if bad != -1:
                 break
     return bad
+
+
+def subtree_sizes(const idx_t[::1] parent):
+    """Nodes in the subtree of every node (itself included); parents are numbered after children."""
+    cdef idx_t n = parent.shape[0], k
+    cdef cnp.ndarray[idx_t, ndim=1] size_a = np.ones(n, dtype=np.int64)
+    cdef idx_t[::1] size = size_a
+    with nogil:
+        for k in range(n):
+            if parent[k] != -1:
+                size[parent[k]] += size[k]
+    return size_a
 
 
 def tree_depth(const idx_t[::1] parent):

@@ -22,6 +22,8 @@ from .ordering import inverse_permutation
 
 #: CHOLMOD's default amalgamation rules: widths and the zero fractions allowed at each.
 NRELAX = (4, 16, 48)
+#: Subtrees of at most this many columns are merged into one supernode.
+RELAXED_SUBTREE = 16
 ZRELAX = (0.8, 0.1, 0.05)
 
 
@@ -151,12 +153,21 @@ def supernode_partition(tree, *, amalgamation=True, split=(128, 256), together=N
     joins[1:] = (
         (parent[:-1] == np.arange(1, n)) & (nchild[1:] == 1) & (colcount[:-1] == colcount[1:] + 1)
     )
+    if amalgamation:
+        joins |= _relaxed_subtrees(parent, RELAXED_SUBTREE)
     if together is not None:
         joins |= together
     sptr, sparent = _coarsen_tree(~joins, parent)
     n_zeros = 0
     if amalgamation:
-        sptr, n_zeros = _symbolic.amalgamate(sptr, sparent, colcount[sptr[:-1]], NRELAX, ZRELAX)
+        # A supernode's rows below it are those of its last column (children's
+        # structures nest in their parent's), so its panel height is known.
+        width = np.diff(sptr)
+        count = width + colcount[sptr[1:] - 1] - 1
+        stored = width * count - width * (width - 1) // 2
+        true_nz = np.add.reduceat(colcount, sptr[:-1]) if n else colcount
+        zeros = (stored - true_nz).astype(np.float64)
+        sptr, n_zeros = _symbolic.amalgamate(sptr, sparent, count, zeros, NRELAX, ZRELAX)
     if split is not None:
         sptr = split_panels(sptr, *split)
         if together is not None:
@@ -164,6 +175,26 @@ def supernode_partition(tree, *, amalgamation=True, split=(128, 256), together=N
             inside = together[np.minimum(sptr, n - 1)] & (sptr < n)
             sptr = np.unique(np.where(inside, sptr + 1, sptr))
     return sptr, n_zeros
+
+
+def _relaxed_subtrees(parent, size_limit):
+    """Columns that join the previous one because both lie in one small subtree.
+
+    Every maximal subtree of at most ``size_limit`` columns becomes one
+    supernode (SuperLU's relaxed supernodes): the leaves of a minimum-degree
+    ordering are otherwise width-1 cblks, each costing BLAS calls for a few flops.
+    """
+    n = parent.shape[0]
+    size = _symbolic.subtree_sizes(parent)
+    small = size <= size_limit
+    top = small & ((parent < 0) | ~small[np.maximum(parent, 0)])
+    roots = np.flatnonzero(top)
+    inside = np.zeros(n + 1, dtype=np.int64)
+    np.add.at(inside, roots - size[roots] + 1, 1)
+    np.add.at(inside, roots + 1, -1)
+    joins = np.cumsum(inside[:n]) > 0
+    joins[roots - size[roots] + 1] = False
+    return joins
 
 
 def split_panels(fcol, min_width, max_width):
