@@ -644,7 +644,8 @@ def spsolve(A, b, **options):
     -------
     x : ndarray or sparse
         1-D when b is (n,) or (n, 1) like scipy's; (n, k) otherwise; sparse
-        (CSC) when b is sparse with k > 1.
+        when b is sparse with k > 1 (of A's class when A is CSC or CSR, else a
+        CSC array, as scipy does).
 
     Examples
     --------
@@ -659,7 +660,9 @@ def spsolve(A, b, **options):
     if vector:
         return x.reshape(-1)
     if b_sparse:
-        return sp.csc_matrix(x) if isinstance(b, sp.spmatrix) else sp.csc_array(x)
+        # Like scipy: the class of A when it is CSC or CSR, else a CSC array.
+        csx = sp.issparse(A) and A.format in ("csc", "csr")
+        return (A.__class__ if csx else sp.csc_array)(x)
     return x
 
 
