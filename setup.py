@@ -19,6 +19,7 @@ SOURCES = {
     "pastixpy._numeric": "csrc/numeric.pyx",
     "pastixpy._graph": "ordering/graph.pyx",
     "pastixpy._amd": "ordering/amd.pyx",
+    "pastixpy._matching": "ordering/matching.pyx",
 }
 
 extensions = [

@@ -1,17 +1,19 @@
 """Preprocessing before the factorization: structural singularity, matching and scaling.
 
 For LU, a maximum-product matching permutes rows so that the diagonal holds
-large entries (MC64's idea), then rows and columns are equilibrated; for
-symmetric indefinite matrices a symmetric equilibration is applied. The
-factored matrix is ``B = diag(dr) A[row_perm] diag(dc)``.
+large entries and its duals scale B to unit diagonal, off-diagonal entries at
+most 1 (MC64's job 5), then rows and columns are equilibrated; for symmetric
+indefinite matrices a symmetric equilibration is applied. The factored matrix
+is ``B = diag(dr) A[row_perm] diag(dc)``.
 """
 
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import maximum_bipartite_matching, min_weight_full_bipartite_matching
+from scipy.sparse.csgraph import maximum_bipartite_matching
 
+from ._matching import max_product_matching as _mc64_matching
 from .errors import SingularMatrixError
 
 
@@ -35,12 +37,23 @@ class Preprocessing:
         return self.row_perm is not None or not (np.all(self.dr == 1) and np.all(self.dc == 1))
 
     def apply(self, A):
-        """B as a canonical CSC array (same pattern ordering conventions as A)."""
-        B = A[self.row_perm] if self.row_perm is not None else A
-        B = sp.csc_array(sp.diags_array(self.dr) @ B @ sp.diags_array(self.dc))
-        B.sum_duplicates()
-        B.indptr = B.indptr.astype(np.int64)
-        B.indices = B.indices.astype(np.int64)
+        """B as a canonical CSC array with int64 indices, from a canonical CSC A.
+
+        Stored zeros are kept (sparse products would drop them): the numeric
+        phase addresses B's entries by their position in A's pattern.
+        """
+        indices = A.indices.astype(np.int64)
+        if self.row_perm is not None:
+            new_row = np.empty(A.shape[0], dtype=np.int64)
+            new_row[self.row_perm] = np.arange(A.shape[0], dtype=np.int64)
+            indices = new_row[indices]
+        cols = np.repeat(np.arange(A.shape[1], dtype=np.int64), np.diff(A.indptr))
+        scale = (self.dr[indices] * self.dc[cols]).astype(A.dtype.char.lower())
+        data = A.data * scale
+        B = sp.csc_array((data, indices, A.indptr.astype(np.int64)), shape=A.shape)
+        if self.row_perm is not None:
+            B.has_sorted_indices = False
+            B.sort_indices()
         return B
 
 
@@ -62,34 +75,83 @@ def check_structural_rank(A):
         )
 
 
+def _mc64(A):
+    """Maximum-product matching of A and its duals (see :mod:`pastixpy._matching`).
+
+    Returns ``row_perm, u, v, logcolmax, exact``; ``exact`` is False when the
+    matching had to use explicit zeros (see below).
+    """
+    C = sp.csc_array(A)
+    if not C.has_canonical_format:
+        C = C.copy()
+        C.sum_duplicates()
+    n = C.shape[0]
+    mag = np.abs(C.data)
+    try:
+        row_perm, u, v = _mc64_matching(C.indptr, C.indices, mag, n)
+        exact = True
+    except ValueError:
+        if not np.any(mag == 0):
+            raise
+        # Structurally nonsingular only through explicit zeros: A is exactly singular, but
+        # the factorization (static pivoting) still wants a zero-free-as-possible diagonal.
+        row_perm, u, v = _mc64_matching(C.indptr, C.indices, mag, n, use_zeros=True)
+        exact = False
+    colmax = np.zeros(n)
+    np.maximum.at(colmax, np.repeat(np.arange(n), np.diff(C.indptr)), mag)
+    logcolmax = np.log(colmax, out=np.zeros(n), where=colmax > 0)
+    return row_perm, u, v, logcolmax, exact
+
+
 def max_product_matching(A):
     """Row permutation putting large entries on the diagonal (maximum product of |diagonal|).
 
     Solves the assignment problem with costs ``log(max_i |a_ij|) - log|a_ij|``
-    (MC64's job 5) with scipy's ``min_weight_full_bipartite_matching``.
+    (MC64's job 5) with :func:`pastixpy._matching.max_product_matching`.
+    Explicit zeros are used only when no perfect matching avoids them (then
+    the matrix is exactly singular), as few of them as possible.
 
     Returns
     -------
     row_perm : ndarray of int64
         ``A[row_perm]`` has the matched entries on its diagonal.
+
+    Raises
+    ------
+    ValueError
+        If A is structurally singular (no perfect matching, zeros included).
     """
-    C = sp.csc_array(A, copy=True)
-    mag = np.abs(C.data)
-    colmax = np.maximum.reduceat(mag, C.indptr[:-1]) if C.nnz else mag
-    colmax = np.repeat(colmax, np.diff(C.indptr))
-    with np.errstate(divide="ignore"):
-        cost = np.log(colmax) - np.log(mag)
-    finite = np.isfinite(cost)
-    # Explicit zeros stay usable, at a cost above any real entry; +1 keeps every cost > 0.
-    big = (cost[finite].max() if finite.any() else 0.0) + 1.0
-    C.data = np.where(finite, cost, 2 * big) + 1.0
-    # scipy 1.17's matching pairs the wrong columns when given int64 indices.
-    C.indices = C.indices.astype(np.int32)
-    C.indptr = C.indptr.astype(np.int32)
-    rows, cols = min_weight_full_bipartite_matching(C)
-    row_perm = np.empty(A.shape[0], dtype=np.int64)
-    row_perm[cols] = rows
-    return row_perm
+    return _mc64(A)[0]
+
+
+def matching_scaling(A):
+    """MC64's matching and scaling: ``diag(dr) A[row_perm] diag(dc)`` has unit diagonal.
+
+    With the optimal duals ``u, v`` of the matching (reduced costs
+    ``log(colmax_j) - log|a_ij| - u_i - v_j >= 0``, 0 on the matched
+    entries), ``dr = exp(u[row_perm])`` and ``dc = exp(v) / colmax`` make the
+    matched entries of modulus 1 and all others at most 1, so every row and
+    column of B has max |entry| exactly 1. When the matching has to use
+    explicit zeros, or the factors would over/underflow, ``dr = dc = 1``.
+
+    Returns
+    -------
+    row_perm : ndarray of int64
+        As :func:`max_product_matching`.
+    dr, dc : ndarray of float64
+        Row scaling of ``A[row_perm]`` (in its row numbering) and column scaling.
+    """
+    row_perm, u, v, logcolmax, exact = _mc64(A)
+    ones = np.ones(A.shape[0])
+    if not exact:
+        return row_perm, ones, ones
+    # The kernel's duals give log dr and log dc the same midrange, far from overflow.
+    with np.errstate(over="ignore", under="ignore"):
+        dr = np.exp(u[row_perm])
+        dc = np.exp(v - logcolmax)
+    if not (np.all(np.isfinite(dr) & (dr > 0)) and np.all(np.isfinite(dc) & (dc > 0))):
+        return row_perm, ones, ones
+    return row_perm, dr, dc
 
 
 def equilibrate(A, symmetric, iterations=20, tol=1e-2):
@@ -158,7 +220,9 @@ def preprocess(A, kind, matching=True, scaling=True, row_perm=None, pairs=None):
     """Choose and compute the transformation applied before factoring A.
 
     LU: matching (when ``matching``; or the given ``row_perm``, to keep the
-    pattern of an earlier factorization) then row/column equilibration;
+    pattern of an earlier factorization) with MC64's scaling from its duals
+    (when ``scaling``; see :func:`matching_scaling`), then row/column
+    equilibration (a no-op after MC64's scaling unless that was not usable);
     LDLᵀ/LDLᴴ: symmetric equilibration, then 2x2 pivot pairs for weak
     diagonals (when ``matching``; or the given ``pairs``); LLᵀ: none
     (Cholesky needs no pivot help).
@@ -167,11 +231,19 @@ def preprocess(A, kind, matching=True, scaling=True, row_perm=None, pairs=None):
     ones = np.ones(n)
     if kind == "llt":
         return Preprocessing(None, ones, ones)
+    dr0 = dc0 = None
     if row_perm is None and kind == "lu" and matching:
-        row_perm = max_product_matching(A)
+        if scaling:
+            row_perm, dr0, dc0 = matching_scaling(A)
+        else:
+            row_perm = max_product_matching(A)
     if scaling:
         M = A[row_perm] if row_perm is not None else A
+        if dr0 is not None:
+            M = sp.diags_array(dr0) @ M @ sp.diags_array(dc0)
         dr, dc = equilibrate(M, symmetric=kind != "lu")
+        if dr0 is not None:
+            dr, dc = dr * dr0, dc * dc0
     else:
         dr, dc = ones, ones
     if pairs is None and kind != "lu" and matching:

@@ -1,0 +1,453 @@
+# Maximum-product perfect matching of a sparse square matrix (MC64's job 5).
+# cython: language_level=3
+#
+# Follows Duff & Koster, "On algorithms for permuting large entries to the diagonal of a
+# sparse matrix", SIAM J. Matrix Anal. Appl. 22(4), 2001.  Maximizing prod_j |a_{r(j) j}| is
+# the assignment problem with costs
+#     c_ij = log(colmax_j) - log|a_ij| >= 0,   colmax_j = max_i |a_ij|,
+# solved by successive shortest augmenting paths (Dijkstra over reduced costs).  The LP duals
+# u (rows) and v (columns) are kept feasible throughout:
+#     c_ij - u_i - v_j >= 0 on every usable entry,  == 0 on every matched entry.
+# Only u is stored during the searches; v_j of a matched column is implied by its matched
+# entry, v_j = c_{r(j) j} - u_{r(j)}, and a free column is searched from with v_j = 0 (u only
+# ever decreases from its initial row minima, so c_ij - u_i >= 0 there).
+
+import numpy as np
+
+cimport numpy as cnp
+from libc.math cimport INFINITY, fabs, log
+from libc.stdint cimport int64_t
+from libc.stdlib cimport free, malloc
+
+cnp.import_array()
+
+ctypedef int64_t i64
+
+cdef enum:
+    NONE = -1
+    DEAD = -2          # mark of a row proven unusable by a failed search
+    ST_OK = 0
+    ST_NOMEM = -1
+
+
+# ---------------------------------------------------------------- binary heap of rows by d[i]
+
+cdef inline void _heap_up(i64* heap, i64* hpos, const double* d, i64 p) noexcept nogil:
+    cdef i64 x = heap[p], parent
+    cdef double dx = d[x]
+    while p > 0:
+        parent = (p - 1) >> 1
+        if d[heap[parent]] <= dx:
+            break
+        heap[p] = heap[parent]
+        hpos[heap[p]] = p
+        p = parent
+    heap[p] = x
+    hpos[x] = p
+
+
+cdef inline i64 _heap_pop(i64* heap, i64* hpos, const double* d, i64 size) noexcept nogil:
+    # Removes and returns the top; the caller decrements its size (size is the old one).
+    cdef i64 top = heap[0], x, p = 0, c
+    cdef double dx
+    hpos[top] = NONE
+    size -= 1
+    if size == 0:
+        return top
+    x = heap[size]
+    dx = d[x]
+    while True:
+        c = 2 * p + 1
+        if c >= size:
+            break
+        if c + 1 < size and d[heap[c + 1]] < d[heap[c]]:
+            c += 1
+        if d[heap[c]] >= dx:
+            break
+        heap[p] = heap[c]
+        hpos[heap[p]] = p
+        p = c
+    heap[p] = x
+    hpos[x] = p
+    return top
+
+
+# ---------------------------------------------------------------- costs and initial matching
+
+cdef void _costs(i64 n, const i64* ap, const i64* ai, const double* mag, bint use_zeros,
+                 double* cost) noexcept nogil:
+    # cost[k] = log(colmax_j) - log|a_k|; explicit zeros get INFINITY (not an edge) or,
+    # with use_zeros, log(colmax_j) + Z as if |a_k| were exp(-Z): a matching with k zeros
+    # then costs sum_j log(colmax_j) + k Z - sum(log|a| of its nonzeros), and Z > 2 n L,
+    # L = max |log|a_ij||, makes the fewest zeros win first, then the largest product of
+    # the nonzero entries.  Every cost stays >= 0 as Z > L >= -log(colmax_j).
+    cdef i64 j, k
+    cdef double cmax, lmax, lbig = 0.0, zcost
+    for j in range(n):
+        cmax = 0.0
+        for k in range(ap[j], ap[j + 1]):
+            if mag[k] > cmax:
+                cmax = mag[k]
+        lmax = log(cmax) if cmax > 0.0 else 0.0
+        for k in range(ap[j], ap[j + 1]):
+            if mag[k] > 0.0:
+                cost[k] = lmax - log(mag[k])
+                if fabs(log(mag[k])) > lbig:
+                    lbig = fabs(log(mag[k]))
+            else:
+                cost[k] = INFINITY
+    if not use_zeros:
+        return
+    zcost = 2.0 * (n + 1.0) * (lbig + 1.0)
+    for j in range(n):
+        cmax = 0.0
+        for k in range(ap[j], ap[j + 1]):
+            if mag[k] > cmax:
+                cmax = mag[k]
+        lmax = log(cmax) if cmax > 0.0 else 0.0
+        for k in range(ap[j], ap[j + 1]):
+            if cost[k] == INFINITY:
+                cost[k] = lmax + zcost
+
+
+cdef i64 _initial_matching(i64 n, const i64* ap, const i64* ai, const double* cost,
+                           double* u, double* v, i64* rmatch, i64* cmatch, i64* wk1,
+                           i64* wk2) noexcept nogil:
+    # MC64's cheap start: u_i = min_j c_ij, v_j = min_i (c_ij - u_i), so every reduced cost
+    # is >= 0; then match along zero reduced costs, greedily and with one-step augmentations
+    # (a matched column moves to another free row of zero reduced cost).  Returns the size.
+    cdef i64 i, j, k, k0, i0, jj, kk, kend, num = 0
+    cdef double vj, r
+    cdef i64* kmin = wk1          # entry achieving u_i
+    cdef i64* scan = wk2          # next entry of column jj worth a one-step augmentation
+    for i in range(n):
+        u[i] = INFINITY
+        rmatch[i] = NONE
+        kmin[i] = NONE
+    for j in range(n):
+        cmatch[j] = NONE
+        scan[j] = ap[j]
+        v[j] = 0.0
+        for k in range(ap[j], ap[j + 1]):
+            i = ai[k]
+            if cost[k] < u[i]:
+                u[i] = cost[k]
+                kmin[i] = k
+    # Each row takes the column of its row minimum when it is free (reduced cost 0 as v = 0:
+    # no c_ij - u_i is negative, so the column minimum v_j is 0 there).
+    for j in range(n):
+        for k in range(ap[j], ap[j + 1]):
+            i = ai[k]
+            if kmin[i] == k and cmatch[j] == NONE and rmatch[i] == NONE:
+                rmatch[i] = j
+                cmatch[j] = k
+                num += 1
+    for j in range(n):
+        if cmatch[j] == NONE:
+            continue
+        # v_j = min_i (c_ij - u_i) is 0 for a column matched above.
+        vj = INFINITY
+        for k in range(ap[j], ap[j + 1]):
+            if cost[k] != INFINITY and cost[k] - u[ai[k]] < vj:
+                vj = cost[k] - u[ai[k]]
+        v[j] = vj
+    for j in range(n):
+        if cmatch[j] != NONE:
+            continue
+        # Column minimum of c_ij - u_i, preferring a free row among the minimizers.
+        vj = INFINITY
+        k0 = NONE
+        for k in range(ap[j], ap[j + 1]):
+            if cost[k] == INFINITY:
+                continue
+            r = cost[k] - u[ai[k]]
+            if r < vj or (r == vj and k0 != NONE and rmatch[ai[k]] == NONE
+                          and rmatch[ai[k0]] != NONE):
+                vj = r
+                k0 = k
+        if k0 == NONE:
+            continue          # no usable entry: column j cannot be matched
+        v[j] = vj
+        i0 = ai[k0]
+        if rmatch[i0] != NONE:
+            # All minimizers are matched: try to move one's column jj to a free row.
+            i0 = NONE
+            for k in range(k0, ap[j + 1]):
+                i = ai[k]
+                if cost[k] == INFINITY or cost[k] - u[i] > vj:
+                    continue
+                jj = rmatch[i]
+                kend = ap[jj + 1]
+                kk = scan[jj]
+                while kk < kend:
+                    # Stays valid: rows only get matched here and u, v do not change.
+                    if rmatch[ai[kk]] == NONE and cost[kk] != INFINITY \
+                            and (cost[kk] - u[ai[kk]]) - v[jj] <= 0.0:
+                        break
+                    kk += 1
+                scan[jj] = kk + 1 if kk < kend else kend
+                if kk < kend:
+                    rmatch[ai[kk]] = jj
+                    cmatch[jj] = kk
+                    i0 = i
+                    k0 = k
+                    break
+            if i0 == NONE:
+                continue
+        rmatch[i0] = j
+        cmatch[j] = k0
+        num += 1
+    return num
+
+
+cdef void _centre_duals(i64 n, const i64* ap, const i64* ai, const double* mag,
+                        const double* cost, const i64* cmatch, double* u,
+                        double* v) noexcept nogil:
+    # u + t, v - t are optimal duals too.  Pick t so that log dr = u and log dc = v - lmax
+    # have the same midrange: the scaling factors then over/underflow only when the scaled
+    # matrix itself would need factors beyond the double range.  v is set by the caller.
+    cdef i64 i, j, k
+    cdef double cmax, lc, rlo = INFINITY, rhi = -INFINITY, clo = INFINITY, chi = -INFINITY, t
+    for i in range(n):
+        rlo = u[i] if u[i] < rlo else rlo
+        rhi = u[i] if u[i] > rhi else rhi
+    for j in range(n):
+        cmax = 0.0
+        for k in range(ap[j], ap[j + 1]):
+            if mag[k] > cmax:
+                cmax = mag[k]
+        lc = cost[cmatch[j]] - u[ai[cmatch[j]]] - (log(cmax) if cmax > 0.0 else 0.0)
+        clo = lc if lc < clo else clo
+        chi = lc if lc > chi else chi
+    t = ((clo + chi) - (rlo + rhi)) / 4.0
+    for i in range(n):
+        u[i] += t
+
+
+# ---------------------------------------------------------------- shortest augmenting paths
+
+cdef int _mpm_core(i64 n, const i64* ap, const i64* ai, const double* mag, bint use_zeros,
+                   i64* row_of_col, double* u, double* v, i64* nfree) noexcept nogil:
+    cdef i64 nnz = ap[n]
+    cdef double* cost = <double*> malloc((nnz + 1) * sizeof(double))
+    cdef double* d = <double*> malloc(n * sizeof(double))
+    cdef i64* ws = <i64*> malloc(9 * n * sizeof(i64))
+    if cost == NULL or d == NULL or ws == NULL:
+        free(cost)
+        free(d)
+        free(ws)
+        return ST_NOMEM
+    cdef i64* rmatch = ws            # column matched to row i, or NONE
+    cdef i64* cmatch = ws + n        # entry k matched in column j, or NONE
+    cdef i64* heap = ws + 2 * n
+    cdef i64* hpos = ws + 3 * n      # position of row i in heap, or NONE
+    cdef i64* pcol = ws + 4 * n      # the shortest path reaches row i from column pcol[i]
+    cdef i64* pent = ws + 5 * n      # ... through entry pent[i]
+    cdef i64* mark = ws + 6 * n      # j0 when row i is final in the search from j0; DEAD
+    cdef i64* touched = ws + 7 * n   # rows given a finite d in the current search
+    cdef i64* final = ws + 8 * n     # rows made final in the current search, in order
+    cdef i64 i, i2, j, j0, jj, k, size, ntouch, nfinal, isap, inext, t
+    cdef double dmin, dnew, lsap, vj
+    _costs(n, ap, ai, mag, use_zeros, cost)
+    _initial_matching(n, ap, ai, cost, u, v, rmatch, cmatch, heap, hpos)
+    for i in range(n):
+        d[i] = INFINITY
+        hpos[i] = NONE
+        mark[i] = NONE
+    for j0 in range(n):
+        if cmatch[j0] != NONE:
+            continue
+        # Dijkstra from the free column j0 (v_j0 = 0) over reduced costs; free rows are not
+        # queued: the best one seen so far bounds the search (lsap, isap as in MC64).
+        lsap = INFINITY
+        isap = NONE
+        size = 0
+        ntouch = 0
+        nfinal = 0
+        dmin = 0.0
+        jj = j0
+        vj = 0.0
+        while True:
+            for k in range(ap[jj], ap[jj + 1]):
+                i2 = ai[k]
+                if mark[i2] == j0 or mark[i2] == DEAD or cost[k] == INFINITY:
+                    continue
+                dnew = dmin + (cost[k] - u[i2]) - vj
+                if dnew >= lsap:
+                    continue
+                if rmatch[i2] == NONE:
+                    lsap = dnew
+                    isap = i2
+                    pcol[i2] = jj
+                    pent[i2] = k
+                elif dnew < d[i2]:
+                    if d[i2] == INFINITY:
+                        touched[ntouch] = i2
+                        ntouch += 1
+                        heap[size] = i2
+                        hpos[i2] = size
+                        size += 1
+                    d[i2] = dnew
+                    pcol[i2] = jj
+                    pent[i2] = k
+                    _heap_up(heap, hpos, d, hpos[i2])
+            # Next final row: the closest queued one, unless the best free row is no farther.
+            if size == 0 or d[heap[0]] >= lsap:
+                break
+            i = _heap_pop(heap, hpos, d, size)
+            size -= 1
+            mark[i] = j0
+            final[nfinal] = i
+            nfinal += 1
+            dmin = d[i]
+            jj = rmatch[i]
+            # v of the matched column jj, implied by its zero reduced cost.
+            vj = cost[cmatch[jj]] - u[i]
+        if isap == NONE:
+            # No augmenting path: every row reached keeps its matched column forever (no
+            # path out of this set reaches a free row), so later searches skip it.
+            for t in range(nfinal):
+                mark[final[t]] = DEAD
+        else:
+            # Dual update keeping reduced costs >= 0 and 0 on the new matched edges:
+            # u_i -= lsap - d_i for the final rows (v_j of their columns rises by as much).
+            for t in range(nfinal):
+                i = final[t]
+                u[i] -= lsap - d[i]
+            # Augment along the path back to j0.
+            i = isap
+            while True:
+                j = pcol[i]
+                inext = ai[cmatch[j]] if cmatch[j] != NONE else NONE
+                rmatch[i] = j
+                cmatch[j] = pent[i]
+                if j == j0:
+                    break
+                i = inext
+        for t in range(ntouch):
+            i = touched[t]
+            d[i] = INFINITY
+            hpos[i] = NONE
+    nfree[0] = 0
+    for i in range(n):
+        if u[i] == INFINITY:
+            u[i] = 0.0        # a row without usable entries (the matrix is singular)
+    for j in range(n):
+        if cmatch[j] == NONE:
+            nfree[0] += 1
+    if nfree[0] == 0:
+        _centre_duals(n, ap, ai, mag, cost, cmatch, u, v)
+    for j in range(n):
+        if cmatch[j] == NONE:
+            row_of_col[j] = NONE
+            v[j] = 0.0
+        else:
+            row_of_col[j] = ai[cmatch[j]]
+            v[j] = cost[cmatch[j]] - u[ai[cmatch[j]]]
+    free(cost)
+    free(d)
+    free(ws)
+    return ST_OK
+
+
+def max_product_matching(indptr, indices, data, Py_ssize_t n, bint use_zeros=False):
+    """Perfect matching maximizing the product of the matched |entries| (MC64, job 5).
+
+    Solves the assignment problem with costs ``c_ij = log(colmax_j) - log|a_ij|``
+    by an MC64-style initial matching followed by shortest augmenting paths
+    (Dijkstra on reduced costs, binary heap, early exit on the best free row),
+    and returns the optimal LP duals with it.
+
+    Parameters
+    ----------
+    indptr : ndarray of int32 or int64, shape (n + 1,)
+        CSC column pointers.
+    indices : ndarray of int32 or int64
+        Row indices (need not be sorted). A duplicated (i, j) is taken as
+        parallel entries, of which the matching may use either: sum
+        duplicates first.
+    data : ndarray
+        Values (real or complex); only ``|data|`` is used. Must be finite.
+    n : int
+        Order of the matrix.
+    use_zeros : bool, default False
+        Explicit zeros are not edges by default (a matched zero makes the
+        product 0 and no scaling can make it 1). With True they are edges of
+        cost ``log(colmax_j) + Z``, as if they were ``exp(-Z)``, with
+        ``Z = 2 (n + 1) (max |log|a_ij|| + 1)`` larger than the log-product
+        of any matching can vary: the result then has the fewest zero entries
+        possible, and the largest product of its nonzero entries among those.
+        The duals stay feasible (and scale the nonzero entries as below) but
+        may be huge.
+
+    Returns
+    -------
+    row_of_col : ndarray of int64, shape (n,)
+        Column ``j`` is matched to row ``row_of_col[j]``; ``A[row_of_col]``
+        has the matched entries on its diagonal.
+    u, v : ndarray of float64, shape (n,)
+        Duals of rows and columns: ``c_ij - u_i - v_j >= 0`` on every nonzero
+        entry (every edge), ``== 0`` on the matched ones, so the matching is
+        optimal. Hence, with ``colmax_j = max_i |a_ij|`` (1 for a column of
+        zeros), ``dr_i = exp(u_i)`` and ``dc_j = exp(v_j) / colmax_j`` scale
+        the matrix so that ``|dr_i a_ij dc_j| = exp(-(c_ij - u_i - v_j))``
+        is 1 on the matched entries and at most 1 elsewhere (MC64's
+        scaling). ``u + t, v - t`` are duals too, for any t; the one
+        returned gives ``log dr`` and ``log dc`` the same midrange.
+
+    Raises
+    ------
+    ValueError
+        If the arrays are inconsistent with ``n`` or hold non-finite values,
+        or if no perfect matching exists (the message gives how many columns
+        stay unmatched in a maximum matching).
+    MemoryError
+        If the workspace cannot be allocated.
+    """
+    if n < 0:
+        raise ValueError("n must be non-negative")
+    cdef cnp.ndarray ip_a = np.ascontiguousarray(indptr, dtype=np.int64).ravel()
+    cdef cnp.ndarray ix_a = np.ascontiguousarray(indices, dtype=np.int64).ravel()
+    if ip_a.shape[0] != n + 1:
+        raise ValueError(f"indptr must have length n + 1 = {n + 1}, got {ip_a.shape[0]}")
+    if ip_a[0] != 0 or np.any(np.diff(ip_a) < 0) or ip_a[n] > ix_a.shape[0]:
+        raise ValueError("indptr must start at 0, be non-decreasing and fit in indices")
+    nnz = int(ip_a[n])
+    mag_a = np.abs(np.asarray(data).ravel()[:nnz]).astype(np.float64)
+    if mag_a.shape[0] != nnz:
+        raise ValueError(f"data must hold indptr[n] = {nnz} values, got {mag_a.shape[0]}")
+    if nnz > 0:
+        used = ix_a[:nnz]
+        if used.min() < 0 or used.max() >= n:
+            raise ValueError("indices out of range [0, n)")
+        if not np.isfinite(mag_a).all():
+            raise ValueError("data must be finite (no NaN or infinity)")
+    row_a = np.empty(n, dtype=np.int64)
+    u_a = np.zeros(n, dtype=np.float64)
+    v_a = np.zeros(n, dtype=np.float64)
+    if n == 0:
+        return row_a, u_a, v_a
+    # Keep every pointer valid when there are no entries.
+    if nnz == 0:
+        ix_a = np.zeros(1, dtype=np.int64)
+        mag_a = np.zeros(1, dtype=np.float64)
+    cdef const i64[::1] ip = ip_a
+    cdef const i64[::1] ix = ix_a
+    cdef const double[::1] mag = mag_a
+    cdef i64[::1] rv = row_a
+    cdef double[::1] uv = u_a
+    cdef double[::1] vv = v_a
+    cdef i64 nfree = 0
+    cdef int status
+    with nogil:
+        status = _mpm_core(n, &ip[0], &ix[0], &mag[0], use_zeros, &rv[0], &uv[0], &vv[0],
+                           &nfree)
+    if status == ST_NOMEM:
+        raise MemoryError("max_product_matching: cannot allocate the workspace")
+    if nfree:
+        what = "entries" if use_zeros else "nonzero entries"
+        raise ValueError(
+            f"no perfect matching: the matrix is structurally singular on its {what}; "
+            f"{nfree} of {n} columns stay unmatched in a maximum matching"
+        )
+    return row_a, u_a, v_a
