@@ -111,46 +111,70 @@ cdef inline scalar perturbed_pivot(scalar d, double tol) noexcept nogil:
 
 # ----------------------------------------------------------------------------- dense diagonal blocks
 
-cdef idx_t lu_static(int n, scalar* a, int lda, double tol, signed char* pert) noexcept nogil:
-    """LU without row exchanges of an n x n block, tiny pivots replaced (static pivoting).
-
-    Recursive: the halves are factored, and coupled with trsm/gemm (BLAS-3).
-    Returns the number of perturbed pivots; marks them in ``pert``.
-    """
-    cdef scalar one = 1, mone = -1, zero = 0
-    cdef int n1, n2, i, j, k
-    cdef idx_t count = 0
-    cdef scalar p, t
-    if n <= 32:
-        for k in range(n):
-            p = a[k + k * lda]
-            if mag(p) < tol:
-                p = perturbed_pivot(p, tol)
-                a[k + k * lda] = p
-                pert[k] = 1
-                count += 1
-            for i in range(k + 1, n):
-                a[i + k * lda] = a[i + k * lda] / p
-            for j in range(k + 1, n):
-                t = a[k + j * lda]
-                if t != 0:
-                    for i in range(k + 1, n):
-                        a[i + j * lda] -= a[i + k * lda] * t
-        return count
-    n1 = n // 2
-    n2 = n - n1
-    count = lu_static(n1, a, lda, tol, pert)
-    trsm(c'L', c'L', c'N', c'U', n1, n2, one, a, lda, a + n1 * lda, lda)
-    trsm(c'R', c'U', c'N', c'N', n2, n1, one, a, lda, a + n1, lda)
-    gemm(c'N', c'N', n2, n2, n1, mone, a + n1, lda, a + n1 * lda, lda, one,
-         a + n1 + n1 * lda, lda)
-    return count + lu_static(n2, a + n1 + n1 * lda, lda, tol, pert + n1)
-
-
 cdef inline void swap(scalar* x, scalar* y) noexcept nogil:
     cdef scalar t = x[0]
     x[0] = y[0]
     y[0] = t
+
+
+cdef inline void swap_rows(int ncols, scalar* a, int lda, int i, int j) noexcept nogil:
+    cdef int c
+    if i != j:
+        for c in range(ncols):
+            swap(&a[i + c * lda], &a[j + c * lda])
+
+
+cdef idx_t lu_local(int m, int n, scalar* a, int lda, double tol, signed char* pert,
+                    int* ipiv) noexcept nogil:
+    """LU with partial pivoting of an m x n panel (m >= n) whose rows all lie in one diagonal block.
+
+    Recursive (Toledo): the left half is factored, its interchanges applied to the
+    right half, which is updated with trsm/gemm and factored in turn. Row k was
+    interchanged with row ``ipiv[k]`` (LAPACK's convention, 0-based). A column with
+    no entry of magnitude ``tol`` gets a perturbed pivot (static pivoting), marked
+    in ``pert``. Returns the number of perturbed pivots.
+    """
+    cdef scalar one = 1, mone = -1, p
+    cdef int n1, n2, i, j, k, imax
+    cdef idx_t count = 0
+    cdef double best
+    if n <= 8:
+        for k in range(n):
+            imax = k
+            best = mag(a[k + k * lda])
+            for i in range(k + 1, m):
+                if mag(a[i + k * lda]) > best:
+                    best = mag(a[i + k * lda])
+                    imax = i
+            ipiv[k] = imax
+            swap_rows(n, a, lda, k, imax)
+            p = a[k + k * lda]
+            if best < tol:
+                p = perturbed_pivot(p, tol)
+                a[k + k * lda] = p
+                pert[k] = 1
+                count += 1
+            for i in range(k + 1, m):
+                a[i + k * lda] = a[i + k * lda] / p
+            for j in range(k + 1, n):
+                p = a[k + j * lda]
+                if p != 0:
+                    for i in range(k + 1, m):
+                        a[i + j * lda] -= a[i + k * lda] * p
+        return count
+    n1 = n // 2
+    n2 = n - n1
+    count = lu_local(m, n1, a, lda, tol, pert, ipiv)
+    for k in range(n1):
+        swap_rows(n2, a + n1 * lda, lda, k, ipiv[k])
+    trsm(c'L', c'L', c'N', c'U', n1, n2, one, a, lda, a + n1 * lda, lda)
+    gemm(c'N', c'N', m - n1, n2, n1, mone, a + n1, lda, a + n1 * lda, lda, one,
+         a + n1 + n1 * lda, lda)
+    count += lu_local(m - n1, n2, a + n1 + n1 * lda, lda, tol, pert + n1, ipiv + n1)
+    for k in range(n1, n):
+        ipiv[k] += n1
+        swap_rows(n1, a, lda, k, ipiv[k])
+    return count
 
 
 cdef idx_t ldlt_bunch_kaufman(int w, int m, scalar* a, bint conj, double tol, idx_t* lperm,
@@ -373,6 +397,7 @@ def factorize_cblks(int kind, scalar[::1] L, scalar[::1] U,
     cdef scalar* work
     cdef scalar* wbuf
     cdef scalar* tmp
+    cdef int* ipiv
     for k in range(k0, k1):
         w = fcol[k + 1] - fcol[k]
         wmax = max(wmax, w)
@@ -382,10 +407,12 @@ def factorize_cblks(int kind, scalar[::1] L, scalar[::1] U,
     work = <scalar*>malloc(smax * sizeof(scalar))
     wbuf = <scalar*>malloc(rowsmax * sizeof(scalar))
     tmp = <scalar*>malloc((2 * wmax + 2) * sizeof(scalar))
-    if work == NULL or wbuf == NULL or tmp == NULL:
+    ipiv = <int*>malloc((wmax + 1) * sizeof(int))
+    if work == NULL or wbuf == NULL or tmp == NULL or ipiv == NULL:
         free(work)
         free(wbuf)
         free(tmp)
+        free(ipiv)
         raise MemoryError("cannot allocate the factorization work buffers")
     with nogil:
         for k in range(k0, k1):
@@ -403,7 +430,16 @@ def factorize_cblks(int kind, scalar[::1] L, scalar[::1] U,
                     break
                 trsm(c'R', c'L', tr, c'N', m - w, w, one, base, m, base + w, m)
             elif kind == LU:
-                count += lu_static(w, base, m, tol, &pert[fc])
+                count += lu_local(w, w, base, m, tol, &pert[fc], ipiv)
+                # Rows interchanged in the block are interchanged in U's part of the
+                # panel (its columns) and recorded in lperm for the solves.
+                for h in range(w):
+                    if ipiv[h] != h:
+                        e = lperm[fc + h]
+                        lperm[fc + h] = lperm[fc + ipiv[h]]
+                        lperm[fc + ipiv[h]] = e
+                        for M in range(m):
+                            swap(&ubase[M + h * m], &ubase[M + ipiv[h] * m])
                 trsm(c'R', c'U', c'N', c'N', m - w, w, one, base, m, base + w, m)
                 trsm(c'R', c'L', c'T', c'U', m - w, w, one, base, m, ubase + w, m)
             else:
@@ -461,6 +497,7 @@ def factorize_cblks(int kind, scalar[::1] L, scalar[::1] U,
     free(work)
     free(wbuf)
     free(tmp)
+    free(ipiv)
     return count, failed
 
 

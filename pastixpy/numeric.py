@@ -204,11 +204,11 @@ class Factors:
             )
             _numeric.solve_backward(flat, n, nrhs, L, L, tr, L_, tr, True, self.lperm, *lay)
         elif trans == "N":
-            _numeric.solve_forward(flat, n, nrhs, L, L, L_, N_, True, no_perm, *lay)
+            _numeric.solve_forward(flat, n, nrhs, L, L, L_, N_, True, self.lperm, *lay)
             _numeric.solve_backward(flat, n, nrhs, L, U, T_, U_, N_, False, no_perm, *lay)
         else:
             _numeric.solve_forward(flat, n, nrhs, L, U, U_, T_, False, no_perm, *lay)
-            _numeric.solve_backward(flat, n, nrhs, L, L, T_, L_, T_, True, no_perm, *lay)
+            _numeric.solve_backward(flat, n, nrhs, L, L, T_, L_, T_, True, self.lperm, *lay)
         return X
 
     def diagonal(self):
@@ -248,7 +248,8 @@ def factorize_numeric(B, analysis, layout, amap, kind, pivot_tol, progress=None)
     if kind == "lu":
         U[amap.pos_u] = B.data[amap.src_u]
     symmetric_pivots = kind in ("ldlt", "ldlh")
-    lperm = np.arange(n if symmetric_pivots else 0, dtype=np.int64)
+    # Local pivots: symmetric interchanges for LDLᵀ, row interchanges for LU.
+    lperm = np.arange(n if kind != "llt" else 0, dtype=np.int64)
     pivtype = np.ones(n if symmetric_pivots else 0, dtype=np.int8)
     dsub = np.zeros(n if symmetric_pivots else 0, dtype=B.dtype)
     pert = np.zeros(n, dtype=np.int8)
