@@ -178,8 +178,10 @@ def analyze(A, *, ordering="metis", kind="auto", amalgamation=True, split=(128, 
     kind : {"auto", "llt", "ldlt", "ldlh", "lu"}
         Factorization the analysis is for: it sets the memory forecast. With
         ``"auto"``, symmetric/Hermitian matrices give ``"llt"``, others ``"lu"``.
-    amalgamation : bool
-        Relaxed amalgamation of small supernodes (fewer, larger BLAS calls).
+    amalgamation : bool or dict
+        Relaxed amalgamation of small supernodes (fewer, larger BLAS calls);
+        a dict overrides the rules of :data:`pastixpy.symbolic.AMALGAMATION`
+        (``subtree``, ``nrelax``, ``zrelax``).
     split : (int, int) or None
         Min and max panel width when splitting wide cblks; None to keep them.
     pairs : (m, 2) int array, optional

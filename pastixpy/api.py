@@ -49,6 +49,11 @@ ADMISSIBLE = {
 }
 
 
+#: Wider supernodes for a second try when static pivoting defeats refinement:
+#: larger diagonal blocks leave local pivoting more rows to choose from.
+ROBUST_AMALGAMATION = {"subtree": 256, "zrelax": (0.9, 0.5, 0.4)}
+
+
 class PastixWarning(UserWarning):
     """Results that hold but deserve attention (perturbed pivots, unreliable inertia)."""
 
@@ -88,27 +93,30 @@ class Factorization:
         """Preprocess, analyse (unless given an analysis) and factor C as ``kind``."""
         t0 = time.perf_counter()
         given = analysis is not None
-        prep = preprocess(
-            C,
-            kind,
-            matching=self._options["matching"] and not given,
-            scaling=self._options["scaling"],
-        )
+        # A given analysis fixes the pattern: pairs cannot be added, a row matching
+        # is kept only if the analysis was made after it (F.analysis).
+        matching = self._options["matching"] and (not given or kind == "lu")
+        scaling = self._options["scaling"]
+        prep = preprocess(C, kind, matching=matching, scaling=scaling)
         B = prep.apply(C)
-        t1 = time.perf_counter()
-        if analysis is None:
-            analysis = analyze(B, ordering=self._options["ordering"], kind=kind, pairs=prep.pairs)
-        elif analysis.n != C.shape[0] or not _same_pattern(analysis, B):
+        if given and not _same_pattern(analysis, B) and matching:
+            prep = preprocess(C, kind, matching=False, scaling=scaling)
+            B = prep.apply(C)
+        if given and not _same_pattern(analysis, B):
             raise PatternMismatchError(
                 "the analysis was made for another sparsity pattern; call pastixpy.analyze(A) "
                 "or leave analysis= out"
             )
+        t1 = time.perf_counter()
+        if analysis is None:
+            analysis = analyze(B, ordering=self._options["ordering"], kind=kind, pairs=prep.pairs)
         t2 = time.perf_counter()
         self.kind = kind
         self.analysis = analysis
         self._layout = PanelLayout.from_symbol(analysis.symbol)
         self._assembly = None
-        self.stats = dict(analysis.stats)
+        self._coarse = False
+        self.stats = dict(analysis.stats, coarsened=False)
         self.stats["seconds"] = {"preprocess": t1 - t0, "analysis": t2 - t1}
         try:
             self._factor(C, prep)
@@ -163,6 +171,33 @@ class Factorization:
         seconds["factorize"] = t2 - t1
         if perturbed.size and self._options["refine"][0] == "none":
             warnings.warn(self._perturbed_message(), PastixWarning, stacklevel=4)
+
+    def _coarsen(self):
+        """Refactor on wider supernodes, once, when perturbed pivots defeat refinement.
+
+        Local pivoting (LU rows, Bunch-Kaufman) can only choose inside a
+        diagonal block; wider blocks give it the choice static pivoting lacked,
+        at the cost of more stored zeros. Returns whether it refactored.
+        """
+        if self.kind == "llt" or self._coarse:
+            return False
+        t0 = time.perf_counter()
+        B = self._prep.apply(self._C)
+        self.analysis = analyze(
+            B,
+            ordering=self._options["ordering"],
+            kind=self.kind,
+            pairs=self._prep.pairs,
+            amalgamation=ROBUST_AMALGAMATION,
+        )
+        seconds = self.stats["seconds"]
+        seconds["analysis"] = seconds.get("analysis", 0.0) + time.perf_counter() - t0
+        self.stats.update(self.analysis.stats, seconds=seconds, coarsened=True)
+        self._layout = PanelLayout.from_symbol(self.analysis.symbol)
+        self._assembly = None
+        self._coarse = True
+        self._factor(self._C, self._prep)
+        return True
 
     def _perturbed_message(self):
         cols = self._perturbed_columns
@@ -241,6 +276,8 @@ class Factorization:
         b2, vector = self._rhs(b)
         t0 = time.perf_counter()
         dtype = np.promote_types(self.dtype, b2.dtype)
+        if b2.shape[1] == 0:
+            return np.empty(b2.shape, dtype=dtype)
         if np.iscomplexobj(b2) and not np.iscomplexobj(np.empty(0, self.dtype)):
             # Real factors: the real and imaginary parts are two real systems.
             re = self._solve_refined(np.ascontiguousarray(b2.real, dtype=self.dtype), trans)
@@ -281,7 +318,8 @@ class Factorization:
         if trans == "T" and self.kind in ("llt", "ldlh") and np.iscomplexobj(R):
             return np.conj(self._apply_inverse(np.conj(R), "N"))  # Aᵀ = conj(A)
         prep, perm = self._prep, self.analysis.perm
-        dr, dc = prep.dr, prep.dc
+        real = np.finfo(self.dtype).dtype  # keep single-precision solves single
+        dr, dc = prep.dr.astype(real), prep.dc.astype(real)
         if trans == "N":
             c = R[prep.row_perm] if prep.row_perm is not None else R
             c = dr[:, None] * c
@@ -338,6 +376,8 @@ class Factorization:
         self.stats["backward_error"] = float(berr.max()) if berr.size else 0.0
         if method != "none" and (berr > tol).any():
             worst = float(berr.max())
+            if self.stats["perturbed_pivots"] and self._coarsen():
+                return self._solve_refined(b, trans)
             if self.stats["perturbed_pivots"]:
                 raise SingularMatrixError(
                     f"the matrix is numerically singular: refinement reached a backward error "
@@ -393,6 +433,8 @@ class Factorization:
         elif self.kind == "lu":
             logabs = np.sum(np.log(np.abs(d)))
             sign = np.prod(d / np.abs(d))
+            if _parity(F.lperm):  # row interchanges inside diagonal blocks
+                sign = -sign
         else:
             d, one, _, det2 = _d_blocks(F)
             vals = np.concatenate([d[one], det2])
@@ -418,12 +460,14 @@ class Factorization:
         PastixError
             The matrix is not (Hermitian) positive definite.
         """
-        if self.kind in ("ldlt", "ldlh", "lu"):
-            sign, logabs = self.slogdet()
-            pos = self.kind != "lu" and self.inertia()[0] == self.shape[0]
-            if not pos or np.abs(sign - 1) > 1e-8:
-                raise PastixError("logdet() needs a positive definite matrix; use slogdet()")
-            return logabs
+        if self.kind == "llt":
+            return self.slogdet()[1]
+        hermitian = self.kind == "ldlh" or (self.kind == "ldlt" and not np.iscomplexobj(self._C))
+        if not hermitian or self.inertia()[0] != self.shape[0]:
+            raise PastixError(
+                f"logdet() needs a symmetric/Hermitian positive definite matrix, not this "
+                f"{self.kind} factorization; use slogdet()"
+            )
         return self.slogdet()[1]
 
     def inertia(self):
@@ -528,8 +572,11 @@ def factorize(
     ordering : str, (str, dict) or array_like
         As for :func:`pastixpy.analyze`.
     analysis : Analysis, optional
-        Reuse an analysis of a matrix with this pattern (skips ordering and
-        symbolic factorization; no row matching or 2x2 pairing is then done).
+        Reuse an analysis (skips ordering and symbolic factorization): that of
+        an earlier factorization of a matrix with this pattern (``F.analysis``,
+        made after its row matching and 2x2 pairing), or ``analyze(A)`` (then A
+        is factored without matching or pairing: zero diagonals are left to
+        static pivoting and refinement).
     refine : str or (str, dict)
         ``"auto"`` (refine when pivots were perturbed, the matrix was scaled,
         or the backward error is above ``tol``), ``"ir"`` (iterative refinement
@@ -607,6 +654,8 @@ def _indefinite_kind(C):
 def _same_pattern(analysis, B):
     from .matrix import symmetric_pattern
 
+    if analysis.n != B.shape[0]:
+        return False
     xadj, adjncy = symmetric_pattern(B)
     return np.array_equal(xadj, analysis.xadj) and np.array_equal(adjncy, analysis.adjncy)
 

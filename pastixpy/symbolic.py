@@ -17,14 +17,27 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _symbolic
-from .errors import PastixError
+from .errors import OptionError, PastixError
 from .ordering import inverse_permutation
 
-#: CHOLMOD's default amalgamation rules: widths and the zero fractions allowed at each.
-NRELAX = (4, 16, 48)
-#: Subtrees of at most this many columns are merged into one supernode.
-RELAXED_SUBTREE = 16
-ZRELAX = (0.8, 0.1, 0.05)
+#: Amalgamation: subtrees of at most ``subtree`` columns become one supernode; then
+#: CHOLMOD's rules merge a child into its parent up to widths ``nrelax`` with the
+#: zero fractions ``zrelax`` (see :func:`pastixpy._symbolic.amalgamate`).
+AMALGAMATION = {"subtree": 16, "nrelax": (4, 16, 48), "zrelax": (0.8, 0.1, 0.05)}
+
+
+def amalgamation_parameters(amalgamation):
+    """The amalgamation rules for ``amalgamation`` = True, False, or a dict overriding some."""
+    if amalgamation is True:
+        return AMALGAMATION
+    if amalgamation is False or amalgamation is None:
+        return None
+    if not isinstance(amalgamation, dict) or set(amalgamation) - set(AMALGAMATION):
+        raise OptionError(
+            f"amalgamation must be True, False or a dict with keys among "
+            f"{sorted(AMALGAMATION)}, got {amalgamation!r}"
+        )
+    return {**AMALGAMATION, **amalgamation}
 
 
 def _frozen(*arrays):
@@ -125,9 +138,9 @@ def supernode_partition(tree, *, amalgamation=True, split=(128, 256), together=N
     Parameters
     ----------
     tree : EliminationTree
-    amalgamation : bool
-        Merge small supernodes into their parent when few zeros are added
-        (see :data:`NRELAX`, :data:`ZRELAX`).
+    amalgamation : bool or dict
+        Merge small subtrees, and supernodes into their parent when few zeros
+        are added (see :data:`AMALGAMATION`; a dict overrides its entries).
     split : (int, int) or None
         ``(min_width, max_width)``: a cblk wider than ``max_width`` columns is
         cut into equal panels of at least ``min_width`` columns, so that BLAS-3
@@ -153,13 +166,14 @@ def supernode_partition(tree, *, amalgamation=True, split=(128, 256), together=N
     joins[1:] = (
         (parent[:-1] == np.arange(1, n)) & (nchild[1:] == 1) & (colcount[:-1] == colcount[1:] + 1)
     )
-    if amalgamation:
-        joins |= _relaxed_subtrees(parent, RELAXED_SUBTREE)
+    rules = amalgamation_parameters(amalgamation)
+    if rules is not None:
+        joins |= _relaxed_subtrees(parent, rules["subtree"])
     if together is not None:
         joins |= together
     sptr, sparent = _coarsen_tree(~joins, parent)
     n_zeros = 0
-    if amalgamation:
+    if rules is not None:
         # A supernode's rows below it are those of its last column (children's
         # structures nest in their parent's), so its panel height is known.
         width = np.diff(sptr)
@@ -167,7 +181,9 @@ def supernode_partition(tree, *, amalgamation=True, split=(128, 256), together=N
         stored = width * count - width * (width - 1) // 2
         true_nz = np.add.reduceat(colcount, sptr[:-1]) if n else colcount
         zeros = (stored - true_nz).astype(np.float64)
-        sptr, n_zeros = _symbolic.amalgamate(sptr, sparent, count, zeros, NRELAX, ZRELAX)
+        sptr, n_zeros = _symbolic.amalgamate(
+            sptr, sparent, count, zeros, rules["nrelax"], rules["zrelax"]
+        )
     if split is not None:
         sptr = split_panels(sptr, *split)
         if together is not None:
