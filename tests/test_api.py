@@ -1,0 +1,844 @@
+"""The user's surface: spsolve/factorized as scipy drop-ins, refactorize, by-products, errors."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import scipy.sparse.linalg as sla
+from test_numeric import (
+    assert_solution,
+    backward_error,
+    dominant_symmetric,
+    kkt,
+    random_vector,
+    unsymmetric_zero_diagonal,
+)
+
+import pastixpy
+from pastixpy.gallery import (
+    convection_diffusion3d,
+    elasticity3d,
+    helmholtz2d,
+    laplacian,
+    saddle_point,
+)
+
+
+def eig_inertia(A):
+    """(positive, negative, zero) eigenvalue counts of a Hermitian matrix, by LAPACK."""
+    w = np.linalg.eigvalsh(A.toarray())
+    small = 1e-10 * np.abs(w).max()
+    return int((w > small).sum()), int((w < -small).sum()), int((np.abs(w) <= small).sum())
+
+
+def row_swapped(A, i=0, j=1):
+    """A with rows i and j exchanged: an odd permutation away from A."""
+    p = np.arange(A.shape[0])
+    p[[i, j]] = p[[j, i]]
+    return sp.csc_array(sp.csr_array(A)[p])
+
+
+# ---------------------------------------------------------------------------- scipy drop-ins
+
+
+def _describe(x):
+    return type(x), x.shape, x.dtype
+
+
+A_FORMS = {
+    "csc_array": sp.csc_array,
+    "csr_array": sp.csr_array,
+    "csc_matrix": sp.csc_matrix,
+    "csr_matrix": sp.csr_matrix,
+    "coo_array": sp.coo_array,
+}
+
+
+def _rhs_forms(n):
+    rng = np.random.default_rng(7)
+    return {
+        "vector": rng.standard_normal(n),
+        "column": rng.standard_normal((n, 1)),
+        "block": rng.standard_normal((n, 3)),
+        "list": list(range(n)),
+        "int": np.arange(n),
+        "complex": rng.standard_normal(n) + 1j * rng.standard_normal(n),
+        "sparse_array_block": sp.random_array((n, 3), density=0.3, rng=rng, format="csc"),
+        "sparse_matrix_block": sp.csc_matrix(sp.random_array((n, 3), density=0.3, rng=rng)),
+        "sparse_csr_block": sp.random_array((n, 2), density=0.3, rng=rng, format="csr"),
+        "sparse_array_column": sp.random_array((n, 1), density=0.5, rng=rng, format="csc"),
+        "sparse_matrix_column": sp.csc_matrix(sp.random_array((n, 1), density=0.5, rng=rng)),
+    }
+
+
+@pytest.mark.parametrize("aform", sorted(A_FORMS))
+@pytest.mark.parametrize("bform", sorted(_rhs_forms(1)))
+def test_spsolve_is_a_drop_in(aform, bform):
+    A0 = unsymmetric_zero_diagonal(30, 1)
+    A = A_FORMS[aform](A0)
+    b = _rhs_forms(30)[bform]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sp.SparseEfficiencyWarning)
+        ref = sla.spsolve(A, b)
+    x = pastixpy.spsolve(A, b)
+    assert _describe(x) == _describe(ref)
+    if sp.issparse(ref):
+        assert x.format == ref.format
+        x, ref = x.toarray(), ref.toarray()
+    np.testing.assert_allclose(x, ref, rtol=1e-10, atol=1e-12 * np.abs(ref).max())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+def test_spsolve_precisions_and_options(dtype):
+    A = (helmholtz2d(5) if np.dtype(dtype).kind == "c" else laplacian((5, 5))).astype(dtype)
+    b = np.ones(25, dtype=dtype)
+    x = pastixpy.spsolve(A, b)
+    ref = sla.spsolve(A, b)
+    assert x.dtype == ref.dtype == dtype
+    assert_solution(A, x, b, dtype)
+    # Options pass through to factorize.
+    y = pastixpy.spsolve(A, b, kind="lu", ordering="amd", refine="ir")
+    assert_solution(A, y, b, dtype)
+    with pytest.raises(pastixpy.OptionError, match="unknown kind 'qr'"):
+        pastixpy.spsolve(A, b, kind="qr")
+
+
+@pytest.mark.parametrize("aform", ["csc_array", "csc_matrix", "csr_array"])
+def test_factorized_is_a_drop_in(aform):
+    A = A_FORMS[aform](convection_diffusion3d(3, peclet=30.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sp.SparseEfficiencyWarning)
+        ref_solve = sla.factorized(A)
+    solve = pastixpy.factorized(A)
+    rng = np.random.default_rng(0)
+    for b in (rng.standard_normal(27), rng.standard_normal((27, 4))):
+        ref = ref_solve(b)
+        x = solve(b)
+        assert _describe(x) == _describe(ref)
+        np.testing.assert_allclose(x, ref, rtol=1e-10, atol=1e-12)
+    # The function is reusable and has the factorization behind it.
+    assert solve(np.zeros(27)).shape == (27,)
+
+
+# ---------------------------------------------------------------------------- refactorize and reuse
+
+
+REFACTOR_CASES = {
+    "llt": (lambda: laplacian((6, 5)), "llt"),
+    "llt-complex": (lambda: dominant_symmetric(30, 2, complex_=True), "llt"),
+    "ldlt": (lambda: saddle_point((3, 3)), "ldlt"),
+    "ldlt-complex": (lambda: helmholtz2d(5), "ldlt"),
+    "ldlh": (lambda: kkt(18, 6, 3, complex_=True), "ldlh"),
+    "lu-matched": (lambda: unsymmetric_zero_diagonal(30, 4), "lu"),
+    "lu-complex-matched": (lambda: unsymmetric_zero_diagonal(30, 5, complex_=True), "lu"),
+}
+
+
+def _new_values(A, seed):
+    """Same stored entries, new values: D₁ A D₂ (D₁ = D₂ for symmetric kinds), which keeps
+    the symmetry class, the inertia and nonsingularity."""
+    rng = np.random.default_rng(seed)
+    A = sp.csc_array(A, copy=True)
+    A.sort_indices()
+    n = A.shape[0]
+    r = rng.uniform(0.5, 2.0, n)
+    symmetric = (abs(A - A.T)).count_nonzero() == 0 or (abs(A - A.conj().T)).count_nonzero() == 0
+    c = r if symmetric else rng.uniform(0.5, 2.0, n)
+    cols = np.repeat(np.arange(n), np.diff(A.indptr))
+    A.data = A.data * (r[A.indices] * c[cols])  # r_i c_j == c_j r_i exactly: symmetry kept
+    return A
+
+
+@pytest.mark.parametrize("case", sorted(REFACTOR_CASES))
+def test_refactorize_equals_a_fresh_factorization(case):
+    builder, kind = REFACTOR_CASES[case]
+    A = builder()
+    A2 = _new_values(A, 1)
+    assert np.array_equal(A2.indptr, sp.csc_array(A).indptr)
+    assert abs(A2 - A).max() > 0
+    n = A.shape[0]
+    b = random_vector(np.random.default_rng(2), (n, 2), np.iscomplexobj(A.data))
+    F = pastixpy.factorize(A)
+    assert F.kind == kind
+    perm = F.perm.copy()
+    assert F.refactorize(A2) is F
+    assert F.kind == kind
+    np.testing.assert_array_equal(F.perm, perm)  # the analysis was reused
+    x = F.solve(b)
+    assert_solution(A2, x, b, np.float64)
+    fresh = pastixpy.factorize(A2).solve(b)
+    np.testing.assert_allclose(x, fresh, rtol=1e-9, atol=1e-10 * np.abs(fresh).max())
+    # Back to the first values: the first answer again.
+    F.refactorize(A)
+    assert_solution(A, F.solve(b), b, np.float64)
+
+
+def test_refactorize_spd_to_indefinite_falls_back_with_auto():
+    A = laplacian((4, 4))
+    A2 = sp.csc_array(A, copy=True)
+    A2.setdiag(A2.diagonal() - 3.5)  # same pattern, eigenvalues of both signs
+    b = np.ones(16)
+    F = pastixpy.factorize(A)
+    assert F.kind == "llt"
+    F.refactorize(A2)
+    assert F.kind == "ldlt"
+    assert_solution(A2, F.solve(b), b, np.float64)
+    G = pastixpy.factorize(A, kind="llt")
+    with pytest.raises(pastixpy.NotPositiveDefiniteError, match="not positive definite"):
+        G.refactorize(A2)
+
+
+def test_refactorize_pattern_mismatch():
+    A = laplacian((4, 4))
+    F = pastixpy.factorize(A)
+    B = A.tolil()
+    B[0, 5] = B[5, 0] = -0.1
+    with pytest.raises(pastixpy.PatternMismatchError, match="does not have the sparsity pattern"):
+        F.refactorize(B.tocsc())
+    # A dropped explicit zero is a pattern change too ...
+    Z = sp.csc_array(A, copy=True)
+    Z.data[1] = 0.0
+    Z.eliminate_zeros()
+    with pytest.raises(pastixpy.PatternMismatchError, match="does not have the sparsity pattern"):
+        F.refactorize(Z)
+    with pytest.raises(pastixpy.PatternMismatchError, match="does not have the sparsity pattern"):
+        F.refactorize(laplacian((5, 5)))
+    # A PatternMismatchError is an InvalidInputError.
+    assert issubclass(pastixpy.PatternMismatchError, pastixpy.InvalidInputError)
+
+
+def _with_stored_zeros(A, pairs):
+    """A copy of A whose entries at ``pairs`` (and their transposes) are stored zeros."""
+    Z = sp.csc_array(A, copy=True)
+    Z.sort_indices()
+    Z.data = Z.data.copy()
+    for i, j in pairs:
+        for r, c in ((i, j), (j, i)):
+            k = Z.indptr[c] + np.flatnonzero(Z.indices[Z.indptr[c] : Z.indptr[c + 1]] == r)
+            assert k.size == 1
+            Z.data[k] = 0.0
+    return Z
+
+
+@pytest.mark.parametrize("direction", ["values-to-zeros", "zeros-to-values"])
+@pytest.mark.parametrize("kind", ["llt", "ldlt", "lu"])
+def test_refactorize_with_stored_zeros(kind, direction):
+    # The pattern is the stored entries: a stored zero keeps it, in either direction.
+    A = _new_values(laplacian((3, 3)), 5)
+    Z = _with_stored_zeros(A, [(0, 1), (4, 7)])
+    assert Z.nnz == A.nnz and Z.count_nonzero() == A.nnz - 4
+    first, second = (A, Z) if direction == "values-to-zeros" else (Z, A)
+    b = np.random.default_rng(0).standard_normal(9)
+    F = pastixpy.factorize(first, kind=kind, refine="none")
+    F.refactorize(second)
+    x = F.solve(b)
+    np.testing.assert_allclose(x, np.linalg.solve(second.toarray(), b), rtol=1e-12)
+    assert F.stats["backward_error"] <= 1e-14
+
+
+def test_refactorize_dtype_and_symmetry_checks():
+    A = laplacian((4, 4))
+    F = pastixpy.factorize(A)
+    with pytest.raises(pastixpy.InvalidInputError, match="has dtype complex128"):
+        F.refactorize(A.astype(np.complex128))
+    F.refactorize(A.astype(np.float32))  # promoted to the factorization's dtype
+    assert F.dtype == np.float64
+    U = sp.csc_array(A, copy=True)
+    U.data = U.data.copy()
+    U.data[np.flatnonzero(U.indices == 0)[-1]] = -0.7  # one upper entry changed: unsymmetric
+    with pytest.raises(pastixpy.InvalidInputError, match="refactorize: kind='llt' does not fit"):
+        F.refactorize(U)
+
+
+@pytest.mark.parametrize("case", ["llt", "ldlt", "ldlh", "lu-matched", "lu-complex-matched"])
+def test_analysis_reuse(case):
+    builder, kind = REFACTOR_CASES[case]
+    A = builder()
+    A2 = _new_values(A, 3)
+    n = A.shape[0]
+    b = random_vector(np.random.default_rng(4), n, np.iscomplexobj(A.data))
+    F = pastixpy.factorize(A)
+    # The analysis of a factorization serves another matrix of the same pattern ...
+    G = pastixpy.factorize(A2, analysis=F.analysis)
+    assert G.analysis is F.analysis
+    assert G.kind == kind
+    assert_solution(A2, G.solve(b), b, np.float64)
+    # ... and the matrix it was made for.
+    assert_solution(A, pastixpy.factorize(A, analysis=F.analysis).solve(b), b, np.float64)
+
+
+def test_analysis_from_analyze_is_reused():
+    A = laplacian((6, 6))
+    an = pastixpy.analyze(A, ordering="amd")
+    F = pastixpy.factorize(2 * A, analysis=an)
+    assert F.analysis is an
+    np.testing.assert_array_equal(F.perm, an.perm)
+    b = np.ones(36)
+    assert_solution(2 * A, F.solve(b), b, np.float64)
+    C = convection_diffusion3d(3)
+    an = pastixpy.analyze(C)
+    assert_solution(C, pastixpy.factorize(C, analysis=an).solve(b[:27]), b[:27], np.float64)
+
+
+def test_analysis_of_another_pattern_is_refused():
+    an = pastixpy.analyze(laplacian((5, 6)))
+    with pytest.raises(pastixpy.PatternMismatchError, match="analysis was made for another"):
+        pastixpy.factorize(laplacian((6, 5)), analysis=an)
+    with pytest.raises(pastixpy.PatternMismatchError, match="analysis was made for another"):
+        pastixpy.factorize(laplacian((4, 4)), analysis=an)
+
+
+# ---------------------------------------------------------------------------- inertia
+
+
+@pytest.mark.parametrize(
+    "builder",
+    [
+        lambda: saddle_point((3, 4)),
+        lambda: saddle_point((2, 2, 2)),
+        lambda: kkt(20, 8, 1),
+        lambda: kkt(15, 14, 2),
+        lambda: dominant_symmetric(30, 3, signs="mixed"),
+        lambda: kkt(18, 7, 4, complex_=True),
+        lambda: dominant_symmetric(30, 5, complex_=True, signs="mixed"),
+        lambda: -laplacian((3, 3)),
+        lambda: laplacian((3, 4)),
+        lambda: elasticity3d((2, 1, 1)),
+    ],
+    ids=[
+        "saddle2d",
+        "saddle3d",
+        "kkt",
+        "kkt-square-ish",
+        "dominant-indefinite",
+        "hermitian-kkt",
+        "hermitian-indefinite",
+        "negative-definite",
+        "spd",
+        "elasticity",
+    ],
+)
+def test_inertia_matches_eigenvalues(builder):
+    A = builder()
+    ref = eig_inertia(A)
+    F = pastixpy.factorize(A)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pastixpy.PastixWarning)
+        assert F.inertia() == ref
+    kinds = ["ldlh"] if np.iscomplexobj(A.data) else ["ldlt", "ldlh"]
+    if ref[1] == 0:
+        kinds.append("llt")
+    for kind in kinds:
+        assert pastixpy.factorize(A, kind=kind).inertia() == ref
+
+
+def test_inertia_of_gallery_saddle_point_is_known():
+    for shape in [(4, 3), (3, 3, 2)]:
+        A = saddle_point(shape)
+        N = int(np.prod(shape))
+        assert pastixpy.factorize(A).inertia() == (len(shape) * N, N, 0)
+
+
+def test_inertia_single_precision():
+    A = saddle_point((3, 3), dtype=np.float32)
+    assert pastixpy.factorize(A).inertia() == eig_inertia(A.astype(np.float64))
+
+
+def test_inertia_refused_for_lu_and_complex_symmetric():
+    with pytest.raises(pastixpy.PastixError, match="inertia is defined for real symmetric"):
+        pastixpy.factorize(convection_diffusion3d(3)).inertia()
+    with pytest.raises(pastixpy.PastixError, match="not kind 'lu'"):
+        pastixpy.factorize(laplacian((3, 3)), kind="lu").inertia()
+    with pytest.raises(pastixpy.PastixError, match="inertia is defined for real symmetric"):
+        pastixpy.factorize(helmholtz2d(4)).inertia()
+
+
+def test_inertia_with_perturbed_pivots_warns():
+    # Exactly singular: a stored zero on the diagonal of an otherwise SPD block diagonal.
+    A = sp.csc_array(sp.block_diag([laplacian((4,)), sp.csc_array([[1.0]])], format="csc"))
+    A.data[A.indptr[4]] = 0.0
+    with pytest.warns(pastixpy.PastixWarning, match="perturbed"):
+        F = pastixpy.factorize(A, kind="ldlt", refine="none")
+    with pytest.warns(pastixpy.PastixWarning, match="inertia counts perturbed pivots as zero"):
+        assert F.inertia() == (4, 0, 1)
+
+
+# ---------------------------------------------------------------------------- determinants
+
+
+def _slogdet_cases():
+    return {
+        "llt": (lambda: laplacian((3, 4)), "llt"),
+        "llt-elasticity": (lambda: 10 * elasticity3d((2, 1, 1)), "llt"),
+        "llt-complex": (lambda: dominant_symmetric(20, 1, complex_=True), "llt"),
+        "ldlt-saddle": (lambda: saddle_point((3, 3)), "ldlt"),
+        "ldlt-kkt": (lambda: kkt(15, 6, 2), "ldlt"),
+        "ldlt-negative-det": (lambda: dominant_symmetric(21, 3, signs="mixed"), "ldlt"),
+        "ldlt-complex-symmetric": (lambda: helmholtz2d(4), "ldlt"),
+        "ldlt-complex-kkt": (lambda: kkt(14, 5, 4, complex_=True, hermitian=False), "ldlt"),
+        "ldlh": (lambda: dominant_symmetric(20, 5, complex_=True, signs="mixed"), "ldlh"),
+        "ldlh-kkt": (lambda: kkt(14, 5, 6, complex_=True), "ldlh"),
+        "lu": (lambda: convection_diffusion3d(3, peclet=30.0), "lu"),
+        "lu-matched": (lambda: unsymmetric_zero_diagonal(25, 7), "lu"),
+        "lu-matched-complex": (lambda: unsymmetric_zero_diagonal(25, 8, complex_=True), "lu"),
+        "lu-odd-row-swap": (lambda: row_swapped(laplacian((3, 3))), "lu"),
+        "lu-odd-row-swap-complex": (
+            lambda: row_swapped(dominant_symmetric(15, 9, complex_=True), 3, 11),
+            "lu",
+        ),
+        "lu-odd-row-swap-indefinite": (
+            lambda: row_swapped(convection_diffusion3d(2) - 2 * sp.eye_array(8), 0, 5),
+            "lu",
+        ),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(_slogdet_cases()))
+def test_slogdet_matches_numpy(case):
+    builder, kind = _slogdet_cases()[case]
+    A = sp.csc_array(builder())
+    F = pastixpy.factorize(A)
+    assert F.kind == kind
+    sign, logabs = F.slogdet()
+    ref_sign, ref_logabs = np.linalg.slogdet(A.toarray())
+    assert logabs == pytest.approx(ref_logabs, rel=1e-10, abs=1e-9)
+    assert abs(sign - ref_sign) < 1e-9, (sign, ref_sign)
+    assert isinstance(logabs, float)
+    assert isinstance(sign, complex if np.iscomplexobj(A.data) else float)
+    if case.startswith("lu-odd"):
+        # The matching undid the row swap: its parity must flip the sign.
+        assert F.stats["matching"]
+    # Every admissible kind gives the same determinant.
+    others = {"llt": [], "ldlt": ["lu"], "ldlh": ["lu"], "lu": []}[kind]
+    if kind == "llt":
+        others = ["ldlh", "lu"] if np.iscomplexobj(A.data) else ["ldlt", "ldlh", "lu"]
+    for other in others:
+        s2, l2 = pastixpy.factorize(A, kind=other).slogdet()
+        assert l2 == pytest.approx(ref_logabs, rel=1e-10, abs=1e-9)
+        assert abs(s2 - ref_sign) < 1e-9, (other, s2, ref_sign)
+
+
+def test_slogdet_matching_sign_is_exercised():
+    # A diagonal matrix with two rows swapped: det = -prod(d); only the matching can recover it.
+    d = np.arange(1.0, 7.0)
+    A = row_swapped(sp.diags_array(d), 1, 4)
+    F = pastixpy.factorize(A)
+    assert F.stats["matching"]
+    sign, logabs = F.slogdet()
+    assert sign == -1.0
+    assert logabs == pytest.approx(np.log(np.prod(d)), rel=1e-14)
+    # Three swaps of a cycle: even.
+    p = np.array([1, 2, 0, 3, 4, 5])
+    B = sp.csc_array(sp.csr_array(sp.diags_array(d))[p])
+    assert pastixpy.factorize(B).slogdet()[0] == 1.0
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+def test_slogdet_single_precision(dtype):
+    A = (helmholtz2d(4) if np.dtype(dtype).kind == "c" else saddle_point((3, 3))).astype(dtype)
+    sign, logabs = pastixpy.factorize(A).slogdet()
+    ref_sign, ref_logabs = np.linalg.slogdet(A.toarray().astype(np.complex128))
+    assert logabs == pytest.approx(ref_logabs, rel=1e-5, abs=1e-4)
+    assert abs(sign - ref_sign) < 1e-4
+
+
+def test_logdet():
+    A = laplacian((4, 5))
+    ref = np.linalg.slogdet(A.toarray())[1]
+    assert pastixpy.factorize(A).logdet() == pytest.approx(ref, rel=1e-12)
+    assert pastixpy.factorize(A, kind="ldlt").logdet() == pytest.approx(ref, rel=1e-12)
+    H = dominant_symmetric(20, 3, complex_=True)
+    logdet = pastixpy.factorize(H).logdet()
+    assert isinstance(logdet, float)
+    assert logdet == pytest.approx(np.linalg.slogdet(H.toarray())[1], rel=1e-12)
+    assert pastixpy.factorize(H, kind="ldlh").logdet() == pytest.approx(logdet, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "builder",
+    [lambda: saddle_point((3, 3)), lambda: -laplacian((2, 2)), lambda: helmholtz2d(3)],
+    ids=["indefinite", "negative-definite-positive-det", "complex-symmetric"],
+)
+def test_logdet_refuses_non_positive_definite(builder):
+    F = pastixpy.factorize(builder())
+    with pytest.raises(pastixpy.PastixError, match=r"logdet\(\) needs a symmetric/Hermitian positive"):
+        F.logdet()
+
+
+# ---------------------------------------------------------------------------- linear operator
+
+
+@pytest.mark.parametrize(
+    "builder",
+    [
+        lambda: laplacian((4, 4)),
+        lambda: saddle_point((3, 3)),
+        lambda: unsymmetric_zero_diagonal(20, 3),
+        lambda: unsymmetric_zero_diagonal(20, 4, complex_=True),
+        lambda: dominant_symmetric(20, 5, complex_=True, signs="mixed"),
+        lambda: helmholtz2d(4),
+    ],
+    ids=["llt", "ldlt", "lu", "lu-complex", "ldlh", "ldlt-complex"],
+)
+def test_aslinearoperator(builder):
+    A = builder()
+    n = A.shape[0]
+    Ainv = np.linalg.inv(A.toarray())
+    Lop = pastixpy.factorize(A).aslinearoperator()
+    assert isinstance(Lop, sla.LinearOperator)
+    assert Lop.shape == (n, n)
+    assert Lop.dtype == A.dtype
+    rng = np.random.default_rng(0)
+    complex_ = np.iscomplexobj(A.data)
+    v = random_vector(rng, n, complex_)
+    V = random_vector(rng, (n, 3), complex_)
+    tol = dict(rtol=1e-10, atol=1e-12 * np.abs(Ainv).max() * n)
+    np.testing.assert_allclose(Lop.matvec(v), Ainv @ v, **tol)
+    np.testing.assert_allclose(Lop @ v, Ainv @ v, **tol)
+    np.testing.assert_allclose(Lop.rmatvec(v), Ainv.conj().T @ v, **tol)
+    np.testing.assert_allclose(Lop.H @ v, Ainv.conj().T @ v, **tol)
+    np.testing.assert_allclose(Lop.matmat(V), Ainv @ V, **tol)
+    np.testing.assert_allclose(Lop @ V, Ainv @ V, **tol)
+    # As a preconditioner: GMRES converges at once.
+    b = np.ones(n)
+    x, info = sla.gmres(sp.csc_array(A), b, M=Lop, rtol=1e-12, atol=0.0, maxiter=3)
+    assert info == 0
+    np.testing.assert_allclose(x, Ainv @ b, rtol=1e-9, atol=1e-10 * np.abs(Ainv @ b).max())
+
+
+# ---------------------------------------------------------------------------- stats
+
+
+def test_stats_are_present_and_sensible():
+    A = laplacian((8, 8))
+    F = pastixpy.factorize(A)
+    s = F.stats
+    for key in (
+        "kind",
+        "seconds",
+        "factor_entries",
+        "factor_bytes",
+        "perturbed_pivots",
+        "pivot_tol",
+        "matching",
+        "scaling",
+        "refinement_steps",
+        "backward_error",
+        "n",
+        "nnz_L",
+        "nnz_L_stored",
+        "flops",
+    ):
+        assert key in s, key
+    assert s["kind"] == "llt"
+    assert s["n"] == 64
+    assert s["factor_entries"] >= s["nnz_L"]
+    assert s["factor_entries"] <= 2 * s["nnz_L_stored"]
+    assert s["factor_bytes"] == 8 * s["factor_entries"]
+    assert s["perturbed_pivots"] == 0
+    assert s["pivot_tol"] > 0
+    assert s["backward_error"] is None  # no solve yet
+    for phase in ("check", "preprocess", "analysis", "factorize"):
+        assert 0 <= s["seconds"][phase] < 60, phase
+    F.solve(np.ones(64))
+    assert 0 <= s["seconds"]["solve"] < 60
+    assert isinstance(F.stats["refinement_steps"], int) and F.stats["refinement_steps"] >= 0
+    assert 0 <= F.stats["backward_error"] <= 1e-12
+    assert "kind=llt" in repr(F) and "64x64" in repr(F)
+
+
+def test_stats_of_lu_and_refinement():
+    A = unsymmetric_zero_diagonal(40, 9)
+    F = pastixpy.factorize(A, kind="lu", refine="ir")
+    s = F.stats
+    assert s["kind"] == "lu"
+    assert s["matching"] is True and s["scaling"] is True
+    assert s["factor_bytes"] == 8 * s["factor_entries"]
+    b = np.ones(40)
+    x = F.solve(b)
+    assert isinstance(s["refinement_steps"], int) and s["refinement_steps"] >= 0
+    assert s["backward_error"] == pytest.approx(backward_error(A, x, b).max(), rel=0.5, abs=1e-17)
+    G = pastixpy.factorize(A, matching="off", scaling="off")
+    assert G.stats["matching"] is False and G.stats["scaling"] is False
+    Z = pastixpy.factorize(saddle_point((3, 3)))
+    assert Z.stats["pairs"] > 0
+    assert Z.stats["factor_entries"] >= Z.stats["nnz_L"]
+
+
+def test_stats_count_perturbed_pivots():
+    A = sp.csc_array(np.array([[1.0, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 2.0]]))
+    with pytest.warns(pastixpy.PastixWarning, match="perturbed"):
+        F = pastixpy.factorize(A, kind="lu", matching="off", scaling="off")
+        x = F.solve(np.array([1.0, 1.0, 1.0]))
+    assert F.stats["perturbed_pivots"] == 1
+    assert backward_error(A, x, np.array([1.0, 1.0, 1.0])).max() <= 1e-12
+
+
+def test_progress_and_threads():
+    seen = []
+    pastixpy.factorize(laplacian((10, 10)), progress=seen.append)
+    assert seen and seen == sorted(seen) and seen[-1] == pytest.approx(1.0)
+    pytest.importorskip("threadpoolctl")
+    F = pastixpy.factorize(laplacian((10, 10)), threads=1)
+    assert_solution(laplacian((10, 10)), F.solve(np.ones(100)), np.ones(100), np.float64)
+
+
+def test_dense_and_integer_input():
+    with pytest.warns(sp.SparseEfficiencyWarning, match="dense"):
+        F = pastixpy.factorize(np.array([[4, 1], [1, 3]]))
+    assert F.dtype == np.float64
+    np.testing.assert_allclose(F.solve([1, 2]), np.linalg.solve([[4, 1], [1, 3]], [1, 2]))
+
+
+# ---------------------------------------------------------------------------- errors
+
+
+@pytest.mark.parametrize("ordering", ["metis", "amd", "rcm", "natural", "random", "reversed"])
+def test_not_positive_definite_column_in_original_numbering(ordering):
+    d = np.arange(1.0, 13.0)
+    d[6] = -3.0
+    A = sp.csc_array(sp.diags_array(d))
+    # Removing column 9 of this Laplacian leaves it SPD: 9's pivot fails in any order.
+    L = laplacian((4, 4)).tolil()
+    L[9, 9] = -10.0
+    for M, col in ((A, 6), (L.tocsc(), 9)):
+        n = M.shape[0]
+        o = {
+            "random": np.random.default_rng(n).permutation(n),
+            "reversed": np.arange(n)[::-1].copy(),
+        }.get(ordering, ordering)
+        with pytest.raises(
+            pastixpy.NotPositiveDefiniteError, match=f"pivot of column {col} is not positive"
+        ) as info:
+            pastixpy.factorize(M, kind="llt", ordering=o)
+        assert info.value.column == col
+    # Complex Hermitian too.
+    H = sp.csc_array(
+        sp.diags_array([0.1j * np.ones(11), d, -0.1j * np.ones(11)], offsets=[1, 0, -1])
+    )
+    o = {"random": np.random.default_rng(1).permutation(12), "reversed": np.arange(12)[::-1].copy()}
+    with pytest.raises(pastixpy.NotPositiveDefiniteError, match="column 6") as info:
+        pastixpy.factorize(H, kind="llt", ordering=o.get(ordering, ordering))
+    assert info.value.column == 6
+
+
+def test_not_positive_definite_is_not_raised_with_auto():
+    A = saddle_point((3, 3))
+    with pytest.raises(pastixpy.NotPositiveDefiniteError, match="use kind='ldlt'"):
+        pastixpy.factorize(A, kind="llt")
+    assert pastixpy.factorize(A).kind == "ldlt"
+
+
+def _without(A, j):
+    """A with row and column j emptied (stored entries removed)."""
+    A = sp.coo_array(A)
+    keep = (A.row != j) & (A.col != j)
+    return sp.csc_array((A.data[keep], (A.row[keep], A.col[keep])), shape=A.shape)
+
+
+def test_structurally_singular():
+    A = _without(laplacian((3, 3)), 4)
+    with pytest.raises(pastixpy.SingularMatrixError, match="structurally singular") as info:
+        pastixpy.factorize(A)
+    assert info.value.columns == [4]
+    assert "column(s) 4" in str(info.value)
+    # An empty column alone (its row still has entries).
+    B = sp.csc_array(laplacian((3, 3)), copy=True).tolil()
+    B[:, 7] = 0.0
+    B = sp.csc_array(B)
+    B.eliminate_zeros()
+    with pytest.raises(pastixpy.SingularMatrixError, match=r"structural rank 8 < 9") as info:
+        pastixpy.factorize(B, kind="lu")
+    assert info.value.columns == [7]
+    # Also through spsolve.
+    with pytest.raises(pastixpy.SingularMatrixError, match="structurally singular"):
+        pastixpy.spsolve(A, np.ones(9))
+
+
+def _singular_block_diagonal():
+    """An explicit zero on the diagonal, column 6, of an otherwise SPD block-diagonal matrix."""
+    A = sp.csc_array(
+        sp.block_diag([laplacian((2, 3)), sp.csc_array([[1.0]]), laplacian((4,))], format="csc")
+    )
+    A.data[A.indptr[6]] = 0.0
+    return A
+
+
+@pytest.mark.parametrize("kind", ["auto", "ldlt", "lu"])
+@pytest.mark.parametrize("ordering", ["metis", "natural", "reversed"])
+def test_numerically_singular_names_the_column(kind, ordering):
+    A = _singular_block_diagonal()
+    n = A.shape[0]
+    o = np.arange(n)[::-1].copy() if ordering == "reversed" else ordering
+    F = pastixpy.factorize(A, kind=kind, ordering=o, refine="ir")
+    assert F.stats["perturbed_pivots"] == 1
+    with pytest.raises(pastixpy.SingularMatrixError, match="numerically singular") as info:
+        F.solve(np.ones(n))
+    assert info.value.columns == [6]
+    assert "column(s) 6" in str(info.value)
+
+
+@pytest.mark.parametrize("kind", ["auto", "ldlt", "lu"])
+@pytest.mark.parametrize("ordering", ["metis", "natural", "reversed"])
+def test_singular_is_never_silent(kind, ordering):
+    # With the default refinement an inconsistent singular system either raises or warns.
+    A = _singular_block_diagonal()
+    n = A.shape[0]
+    o = np.arange(n)[::-1].copy() if ordering == "reversed" else ordering
+    F = pastixpy.factorize(A, kind=kind, ordering=o)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            x = F.solve(np.ones(n))
+        except pastixpy.SingularMatrixError as exc:
+            assert exc.columns == [6]
+            return
+    assert np.isfinite(x).all()
+    assert backward_error(A, x, np.ones(n)).max() <= 1e-12
+    assert any(
+        issubclass(w.category, pastixpy.PastixWarning) and "column(s) 6" in str(w.message)
+        for w in caught
+    )
+
+
+def test_rank_deficient_where_refinement_cannot_reach_tol():
+    rng = np.random.default_rng(0)
+    M = rng.standard_normal((8, 8))
+    M[:, 3] = M[:, 1] + M[:, 2]
+    A = sp.csc_array(M)
+    b = np.ones(8)
+    F = pastixpy.factorize(A, refine="ir")
+    assert F.stats["perturbed_pivots"] >= 1
+    with pytest.raises(pastixpy.SingularMatrixError, match=r"backward error of .* not 1e-12") as e:
+        F.solve(b)
+    assert len(e.value.columns) >= 1
+    assert all(0 <= c < 8 for c in e.value.columns)
+    # Rank-deficient symmetric, solved with LDLᵀ.
+    S = sp.csc_array(M @ M.T)
+    with pytest.raises(pastixpy.SingularMatrixError, match="numerically singular"):
+        pastixpy.factorize(S, kind="ldlt", refine="ir").solve(b)
+
+
+@pytest.mark.parametrize(
+    "b, exc, message",
+    [
+        (np.ones(8), pastixpy.InvalidInputError, r"b has shape \(8,\); expected \(9,\)"),
+        (np.ones((9, 2, 1)), pastixpy.InvalidInputError, r"b has shape \(9, 2, 1\)"),
+        (np.ones((3, 3)), pastixpy.InvalidInputError, r"b has shape \(3, 3\)"),
+        (np.float64(1.0), pastixpy.InvalidInputError, r"b has shape \(\)"),
+        (
+            np.r_[np.ones(8), np.nan],
+            pastixpy.InvalidInputError,
+            r"NaN or Inf value at index \(8,\)",
+        ),
+        (np.r_[np.inf, np.ones(8)], pastixpy.InvalidInputError, "NaN or Inf"),
+        (np.array(["a"] * 9), pastixpy.InvalidInputError, "b has dtype <U1; it must be numeric"),
+        (np.array([object()] * 9), pastixpy.InvalidInputError, "it must be numeric"),
+    ],
+    ids=["short", "3d", "wrong-rows", "scalar", "nan", "inf", "strings", "objects"],
+)
+def test_bad_rhs(b, exc, message):
+    F = pastixpy.factorize(laplacian((3, 3)))
+    with pytest.raises(exc, match=message):
+        F.solve(b)
+    with pytest.raises(exc, match=message):
+        pastixpy.spsolve(laplacian((3, 3)), b)
+
+
+def test_bad_trans():
+    F = pastixpy.factorize(laplacian((3, 3)))
+    with pytest.raises(pastixpy.InvalidInputError, match="trans must be 'N', 'T' or 'H', got 'X'"):
+        F.solve(np.ones(9), trans="X")
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_non_finite_matrix(bad):
+    A = laplacian((3, 3)).tolil()
+    A[2, 3] = bad
+    with pytest.raises(pastixpy.InvalidInputError, match="NaN or Inf value at row 2, column 3"):
+        pastixpy.factorize(A.tocsc())
+    with pytest.raises(pastixpy.InvalidInputError, match="NaN or Inf value at row 2, column 3"):
+        pastixpy.spsolve(A.tocsc(), np.ones(9))
+    F = pastixpy.factorize(laplacian((3, 3)))
+    with pytest.raises(pastixpy.InvalidInputError, match="NaN or Inf value at row 2, column 3"):
+        F.refactorize(A.tocsc())
+
+
+def test_bad_matrices():
+    with pytest.raises(pastixpy.InvalidInputError, match=r"must be square, got shape \(3, 4\)"):
+        pastixpy.factorize(sp.csc_array(np.ones((3, 4))))
+    with pytest.raises(pastixpy.InvalidInputError, match=r"empty \(0x0\)"):
+        pastixpy.factorize(sp.csc_array((0, 0)))
+    with pytest.raises(pastixpy.InvalidInputError, match=r"empty \(0x0\)"):
+        pastixpy.spsolve(sp.csc_array((0, 0)), np.ones(0))
+    with pytest.raises(pastixpy.InvalidInputError, match="must be 2-D"):
+        pastixpy.factorize(np.ones(3))
+
+
+@pytest.mark.parametrize(
+    "A, kind, message",
+    [
+        (convection_diffusion3d(3), "llt", "kind='llt' does not fit a unsymmetric"),
+        (convection_diffusion3d(3), "ldlt", "kind='ldlt' does not fit a unsymmetric"),
+        (convection_diffusion3d(3), "ldlh", "kind='ldlh' does not fit a unsymmetric"),
+        (helmholtz2d(3), "llt", "kind='llt' does not fit a complex symmetric"),
+        (helmholtz2d(3), "ldlh", "kind='ldlh' does not fit a complex symmetric"),
+        (dominant_symmetric(9, 1, complex_=True), "ldlt", "kind='ldlt' does not fit a Hermitian"),
+        (unsymmetric_zero_diagonal(9, 2, complex_=True), "ldlh", "does not fit a unsymmetric"),
+    ],
+    ids=["llt-unsym", "ldlt-unsym", "ldlh-unsym", "llt-csym", "ldlh-csym", "ldlt-herm", "ldlh-c"],
+)
+def test_kind_must_fit_the_matrix(A, kind, message):
+    with pytest.raises(pastixpy.InvalidInputError, match=message):
+        pastixpy.factorize(A, kind=kind)
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"kind": "foo"}, "unknown kind 'foo'"),
+        ({"refine": "foo"}, "unknown refine 'foo'"),
+        ({"refine": ("ir", {"bogus": 1})}, r"refine 'ir' got unknown parameter\(s\) \['bogus'\]"),
+        ({"refine": ("none", {"tol": 1e-3})}, r"unknown parameter\(s\) \['tol'\]"),
+        ({"refine": ("ir",)}, "is not understood"),
+        ({"matching": "sometimes"}, "unknown matching 'sometimes'"),
+        ({"scaling": "yes"}, "unknown scaling 'yes'"),
+        ({"ordering": "scotch"}, "unknown ordering 'scotch'"),
+    ],
+)
+def test_unknown_options(options, message):
+    with pytest.raises(pastixpy.OptionError, match=message):
+        pastixpy.factorize(laplacian((3, 3)), **options)
+
+
+@pytest.mark.parametrize("pivot_tol", [0, 0.0, -1.0, float("nan")])
+def test_pivot_tol_must_be_positive(pivot_tol):
+    with pytest.raises(pastixpy.InvalidInputError, match="pivot_tol must be positive"):
+        pastixpy.factorize(laplacian((3, 3)), pivot_tol=pivot_tol)
+
+
+def test_pivot_tol_is_used():
+    # A pivot of 1e-6 is kept under the default threshold and perturbed under a larger one.
+    A = sp.csc_array(sp.diags_array([1.0, 1e-6, 1.0]))
+    F = pastixpy.factorize(A, kind="lu", matching="off", scaling="off")
+    assert F.stats["perturbed_pivots"] == 0
+    with pytest.warns(pastixpy.PastixWarning, match=r"smaller than 1.00e-03 were perturbed"):
+        G = pastixpy.factorize(A, kind="lu", pivot_tol=1e-3, matching="off", scaling="off")
+        x = G.solve(np.ones(3))
+    assert G.stats["pivot_tol"] == 1e-3
+    assert G.stats["perturbed_pivots"] == 1
+    np.testing.assert_allclose(x, [1.0, 1e6, 1.0], rtol=1e-10)
+
+
+def test_perturbed_pivots_warn_and_still_solve():
+    A = sp.csc_array(np.array([[1.0, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 2.0]]))
+    b = np.array([2.0, 2.0, 1.0])  # consistent: in the range of A
+    F = pastixpy.factorize(A, kind="lu")
+    with pytest.warns(pastixpy.PastixWarning, match=r"1 pivot\(s\) smaller than .* perturbed"):
+        x = F.solve(b)
+    assert backward_error(A, x, b).max() <= 1e-12
+    with pytest.warns(pastixpy.PastixWarning, match="slogdet is that of the matrix with perturbed"):
+        F.slogdet()
+    with pytest.warns(pastixpy.PastixWarning, match="perturbed"):
+        pastixpy.factorize(A, kind="lu", refine="none")

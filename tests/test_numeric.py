@@ -1,0 +1,734 @@
+"""Numeric phase: every kind in every precision against LAPACK/SuperLU, the kernels directly.
+
+References are scipy's dense LAPACK solves (in double precision) and
+``scipy.sparse.linalg.splu``; the accuracy measure is the backward error
+‖b − Ax‖∞ / (‖A‖∞‖x‖∞ + ‖b‖∞), computed here, not taken from the solver.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.linalg as la
+import scipy.sparse as sp
+import scipy.sparse.linalg as sla
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import pastixpy
+from pastixpy.analysis import analyze
+from pastixpy.gallery import (
+    convection_diffusion3d,
+    elasticity3d,
+    helmholtz2d,
+    laplacian,
+    saddle_point,
+    vector_laplacian,
+)
+from pastixpy.numeric import AssemblyMap, PanelLayout, factorize_numeric
+
+DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
+ORDERINGS = ["metis", "amd", "rcm", "natural"]
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+def tol_for(dtype):
+    """The backward error the solver promises in this precision."""
+    return 1e-6 if np.dtype(dtype).char in "fF" else 1e-12
+
+
+def backward_error(A, x, b):
+    """Column-wise ‖b − Ax‖∞ / (‖A‖∞‖x‖∞ + ‖b‖∞), in double precision."""
+    A = sp.csc_array(A).astype(np.complex128)
+    x = np.asarray(x, dtype=np.complex128).reshape(A.shape[0], -1)
+    b = np.asarray(b, dtype=np.complex128).reshape(A.shape[0], -1)
+    norm_a = np.abs(A).sum(axis=1).max()
+    r = b - A @ x
+    return np.abs(r).max(axis=0) / (norm_a * np.abs(x).max(axis=0) + np.abs(b).max(axis=0))
+
+
+def op(A, trans):
+    """A, Aᵀ or Aᴴ as a sparse array."""
+    A = sp.csc_array(A)
+    return {"N": A, "T": sp.csc_array(A.T), "H": sp.csc_array(A.conj().T)}[trans]
+
+
+def dense_solve(A, b, trans="N"):
+    """LAPACK solve of op(A) x = b in double precision (the reference)."""
+    M = op(A, trans).toarray()
+    wide = np.complex128 if np.iscomplexobj(M) or np.iscomplexobj(b) else np.float64
+    return la.solve(M.astype(wide), np.asarray(b).astype(wide))
+
+
+def assert_solution(A, x, b, dtype, trans="N"):
+    """x solves op(A) x = b to the promised backward error and agrees with LAPACK."""
+    M = op(A, trans)
+    tol = tol_for(dtype)
+    berr = backward_error(M, x, b)
+    assert berr.max() <= tol, f"backward error {berr.max():.2e} > {tol:.0e}"
+    ref = dense_solve(A, b, trans).reshape(np.shape(x))
+    cond = np.linalg.cond(M.toarray().astype(np.complex128), 1)
+    scale = np.abs(ref).max()
+    assert np.abs(x - ref).max() <= 10 * tol * cond * scale + 1e-300
+
+
+def rng_for(seed):
+    return np.random.default_rng(seed)
+
+
+def random_vector(rng, shape, complex_):
+    v = rng.standard_normal(shape)
+    if complex_:
+        v = v + 1j * rng.standard_normal(shape)
+    return v
+
+
+def derangement(n, rng):
+    """A permutation with no fixed point (n >= 2)."""
+    while True:
+        p = rng.permutation(n)
+        if not np.any(p == np.arange(n)):
+            return p
+
+
+# ---------------------------------------------------------------------------- test matrices
+
+
+def dominant_symmetric(n, seed, *, complex_=False, hermitian=True, signs="positive", density=0.2):
+    """Diagonally dominant (so nonsingular) symmetric, Hermitian or complex symmetric matrix.
+
+    ``signs="positive"`` makes it (Hermitian) positive definite, ``"mixed"``
+    gives both signs on the diagonal: indefinite.
+    """
+    rng = rng_for(seed)
+    R = sp.random_array((n, n), density=density, rng=rng, format="csc")
+    R.data -= 0.5
+    if complex_:
+        R = R + 1j * (sp.random_array((n, n), density=density, rng=rng, format="csc"))
+    S = R + (R.conj().T if hermitian else R.T)
+    S = S - sp.diags_array(S.diagonal())
+    mag = np.abs(S).sum(axis=1) + rng.uniform(0.5, 1.5, n)
+    if signs == "positive":
+        sign = np.ones(n)
+    else:
+        sign = np.where(np.arange(n) % 3 == 1, -1.0, 1.0)[rng.permutation(n)]
+    diag = sign * mag
+    if complex_ and not hermitian:
+        diag = diag * np.exp(1j * rng.uniform(-0.5, 0.5, n))
+    return sp.csc_array(S + sp.diags_array(diag))
+
+
+def kkt(nh, nb, seed, *, complex_=False, hermitian=True):
+    """[[H, Bᴴ], [B, 0]] (or Bᵀ): H SPD, B of full row rank (it holds an identity block)."""
+    rng = rng_for(seed)
+    H = dominant_symmetric(nh, seed, complex_=complex_, hermitian=hermitian)
+    B = sp.random_array((nb, nh), density=0.3, rng=rng, format="csc")
+    if complex_:
+        B = B + 1j * sp.random_array((nb, nh), density=0.3, rng=rng, format="csc")
+    B = sp.csc_array(B + sp.eye_array(nb, nh, k=int(rng.integers(0, nh - nb + 1))))
+    Bt = B.conj().T if hermitian else B.T
+    return sp.csc_array(sp.block_array([[H, Bt], [B, None]], format="csc"))
+
+
+def unsymmetric_zero_diagonal(n, seed, *, complex_=False, density=0.15):
+    """A nonsingular unsymmetric matrix whose strong entries lie off the diagonal.
+
+    A diagonally dominant matrix with its rows deranged: factoring it without
+    row matching would hit zero pivots.
+    """
+    rng = rng_for(seed)
+    R = sp.random_array((n, n), density=density, rng=rng, format="csc")
+    if complex_:
+        R = R + 1j * sp.random_array((n, n), density=density, rng=rng, format="csc")
+    R = R - sp.diags_array(R.diagonal())
+    d = (np.abs(R).sum(axis=1) + 1) * np.where(rng.random(n) < 0.5, -1, 1)
+    D = sp.csr_array(R + sp.diags_array(d))
+    A = sp.csc_array(D[derangement(n, rng)])
+    A.eliminate_zeros()
+    return A
+
+
+def real_builders():
+    return {
+        "llt": {
+            "laplacian2d": lambda: laplacian((6, 5)),
+            "elasticity3d": lambda: elasticity3d((2, 2, 1)),
+            "vector_laplacian": lambda: vector_laplacian((3, 4), dofs=2),
+            "random_spd": lambda: dominant_symmetric(40, 1),
+        },
+        "ldlt": {
+            "saddle_point2d": lambda: saddle_point((4, 3)),
+            "random_indefinite": lambda: dominant_symmetric(40, 2, signs="mixed"),
+            "random_kkt": lambda: kkt(24, 9, 3),
+        },
+        "ldlh": {
+            "saddle_point2d": lambda: saddle_point((3, 3)),
+            "random_kkt": lambda: kkt(20, 7, 4),
+        },
+        "lu": {
+            "convection_diffusion3d": lambda: convection_diffusion3d(4, peclet=50.0),
+            "zero_diagonal": lambda: unsymmetric_zero_diagonal(40, 5),
+            "saddle_point_as_lu": lambda: saddle_point((3, 3)),
+        },
+    }
+
+
+def complex_builders():
+    return {
+        "llt": {
+            "random_hpd": lambda: dominant_symmetric(40, 11, complex_=True),
+            "laplacian_complex": lambda: laplacian((5, 6), dtype=np.complex128),
+        },
+        "ldlt": {
+            "helmholtz2d": lambda: helmholtz2d(6),
+            "random_complex_symmetric": lambda: dominant_symmetric(
+                40, 12, complex_=True, hermitian=False, signs="mixed"
+            ),
+            "complex_symmetric_kkt": lambda: kkt(20, 8, 13, complex_=True, hermitian=False),
+        },
+        "ldlh": {
+            "random_hermitian_indefinite": lambda: dominant_symmetric(
+                40, 14, complex_=True, signs="mixed"
+            ),
+            "hermitian_kkt": lambda: kkt(22, 8, 15, complex_=True),
+        },
+        "lu": {
+            "zero_diagonal": lambda: unsymmetric_zero_diagonal(40, 16, complex_=True),
+            "helmholtz_as_lu": lambda: helmholtz2d(5),
+            "shifted_convection": lambda: (
+                convection_diffusion3d(3, peclet=20.0) + 0.5j * sp.eye_array(27)
+            ),
+        },
+    }
+
+
+def generated_cases():
+    cases = []
+    for dtype in DTYPES:
+        builders = complex_builders() if np.dtype(dtype).kind == "c" else real_builders()
+        for kind, named in builders.items():
+            for name in named:
+                cases.append(pytest.param(dtype, kind, name, id=f"{np.dtype(dtype)}-{kind}-{name}"))
+    return cases
+
+
+def build(dtype, kind, name):
+    builders = complex_builders() if np.dtype(dtype).kind == "c" else real_builders()
+    return sp.csc_array(builders[kind][name]()).astype(dtype)
+
+
+# ---------------------------------------------------------------------------- generated cases
+
+
+@pytest.mark.parametrize("dtype, kind, name", generated_cases())
+def test_generated_case_all_kinds_and_dtypes(dtype, kind, name):
+    A = build(dtype, kind, name)
+    n = A.shape[0]
+    complex_ = np.dtype(dtype).kind == "c"
+    F = pastixpy.factorize(A, kind=kind)
+    assert F.kind == kind
+    assert F.dtype == dtype
+    assert F.stats["perturbed_pivots"] == 0
+    rng = rng_for(n)
+    B = random_vector(rng, (n, 3), complex_).astype(dtype)
+    for trans in ("N", "T", "H"):
+        X = F.solve(B, trans=trans)
+        assert X.shape == (n, 3) and X.dtype == dtype
+        assert_solution(A, X, B, dtype, trans)
+    x = F.solve(B[:, 0])
+    assert x.shape == (n,) and x.dtype == dtype
+    assert_solution(A, x, B[:, 0], dtype)
+
+
+@pytest.mark.parametrize(
+    "builder, dtype, expected",
+    [
+        (lambda: laplacian((5, 5)), np.float64, "llt"),
+        (lambda: elasticity3d((2, 1, 1)), np.float32, "llt"),
+        (lambda: dominant_symmetric(30, 21, complex_=True), np.complex128, "llt"),
+        (lambda: laplacian((4, 4), dtype=np.complex64), np.complex64, "llt"),
+        (lambda: saddle_point((3, 3)), np.float64, "ldlt"),
+        (lambda: dominant_symmetric(30, 22, signs="mixed"), np.float32, "ldlt"),
+        (lambda: helmholtz2d(5), np.complex128, "ldlt"),
+        (lambda: helmholtz2d(5), np.complex64, "ldlt"),
+        (lambda: dominant_symmetric(30, 23, complex_=True, signs="mixed"), np.complex128, "ldlh"),
+        (lambda: kkt(16, 6, 24, complex_=True), np.complex64, "ldlh"),
+        (lambda: convection_diffusion3d(3), np.float64, "lu"),
+        (lambda: unsymmetric_zero_diagonal(30, 25), np.float32, "lu"),
+        (lambda: unsymmetric_zero_diagonal(30, 26, complex_=True), np.complex128, "lu"),
+    ],
+    ids=[
+        "spd",
+        "spd-float32",
+        "hpd",
+        "hpd-real-valued",
+        "saddle-point",
+        "symmetric-indefinite-float32",
+        "complex-symmetric",
+        "complex-symmetric-complex64",
+        "hermitian-indefinite",
+        "hermitian-kkt-complex64",
+        "convection",
+        "zero-diagonal-float32",
+        "zero-diagonal-complex",
+    ],
+)
+def test_kind_auto_picks(builder, dtype, expected):
+    A = sp.csc_array(builder()).astype(dtype)
+    F = pastixpy.factorize(A)
+    assert F.kind == expected
+    assert F.stats["kind"] == expected
+    b = random_vector(rng_for(1), A.shape[0], np.dtype(dtype).kind == "c").astype(dtype)
+    assert_solution(A, F.solve(b), b, dtype)
+
+
+def test_real_symmetric_accepts_ldlh_and_lu_and_complex_symmetric_refuses_hermitian_kinds():
+    A = saddle_point((3, 3))
+    for kind in ("ldlt", "ldlh", "lu"):
+        F = pastixpy.factorize(A, kind=kind)
+        b = np.arange(A.shape[0], dtype=float)
+        assert_solution(A, F.solve(b), b, np.float64)
+    H = helmholtz2d(4)
+    for kind in ("llt", "ldlh"):
+        with pytest.raises(pastixpy.InvalidInputError, match="does not fit a complex symmetric"):
+            pastixpy.factorize(H, kind=kind)
+
+
+# ---------------------------------------------------------------------------- right-hand sides
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_rhs_forms(dtype):
+    A = (helmholtz2d(5) if np.dtype(dtype).kind == "c" else convection_diffusion3d(3)).astype(dtype)
+    n = A.shape[0]
+    F = pastixpy.factorize(A)
+    rng = rng_for(3)
+    complex_ = np.dtype(dtype).kind == "c"
+    # (n, 1) keeps its shape in F.solve (spsolve is the one that flattens).
+    b = random_vector(rng, (n, 1), complex_).astype(dtype)
+    x = F.solve(b)
+    assert x.shape == (n, 1)
+    assert_solution(A, x, b, dtype)
+    # F(b) is F.solve(b).
+    np.testing.assert_array_equal(F(b), F.solve(b))
+    # Many right-hand sides at once agree with one at a time.
+    B = random_vector(rng, (n, 5), complex_).astype(dtype)
+    X = F.solve(B)
+    cols = np.column_stack([F.solve(B[:, j]) for j in range(5)])
+    assert_solution(A, X, B, dtype)
+    np.testing.assert_allclose(X, cols, rtol=0, atol=100 * tol_for(dtype) * np.abs(X).max())
+    # Sparse b is densified: the result is a dense array.
+    Bs = sp.random_array((n, 4), density=0.2, rng=rng, format="csr", dtype=dtype)
+    Xs = F.solve(Bs)
+    assert isinstance(Xs, np.ndarray) and Xs.shape == (n, 4)
+    assert_solution(A, Xs, Bs.toarray(), dtype)
+    # Integer b: promoted to float, then to A's precision at least.
+    bi = np.arange(n) - n // 2
+    xi = F.solve(bi)
+    assert xi.dtype == np.promote_types(dtype, np.float64)
+    assert_solution(A, xi, bi.astype(float), dtype)
+    # A list works like an array.
+    np.testing.assert_array_equal(F.solve(list(bi)), xi)
+    # Zero b gives x = 0 exactly.
+    assert np.all(F.solve(np.zeros(n)) == 0)
+
+
+@pytest.mark.parametrize("kind", ["llt", "ldlt", "ldlh", "lu"])
+def test_rhs_layouts_and_inputs_left_alone(kind):
+    A = dominant_symmetric(
+        24,
+        8,
+        complex_=True,
+        hermitian=kind != "ldlt",
+        signs="positive" if kind == "llt" else "mixed",
+    )
+    if kind == "lu":
+        A = unsymmetric_zero_diagonal(24, 9, complex_=True)
+    A0 = A.copy()
+    F = pastixpy.factorize(A, kind=kind)
+    assert (A != A0).nnz == 0 and np.array_equal(A.indices, A0.indices)
+    rng = rng_for(10)
+    wide = random_vector(rng, (24, 8), True)
+    layouts = {
+        "fortran": np.asfortranarray(wide[:, :3]),
+        "strided-columns": wide[:, ::3],
+        "strided-vector": random_vector(rng, 48, True)[::2],
+        "reversed": wide[::-1, :2],
+    }
+    for label, b in layouts.items():
+        b0 = b.copy()
+        x = F.solve(b)
+        assert np.array_equal(b, b0), f"{label}: b was modified"
+        assert x.shape == b.shape
+        assert_solution(A, x, b, np.complex128)
+    ro = wide[:, :2].copy()
+    ro.setflags(write=False)
+    assert_solution(A, F.solve(ro), ro, np.complex128)
+
+
+@pytest.mark.parametrize("kind", ["llt", "ldlt", "lu"])
+def test_no_right_hand_sides(kind):
+    # b of shape (n, 0), as scipy's splu/spsolve accept: x of shape (n, 0).
+    A = laplacian((3, 3))
+    F = pastixpy.factorize(A, kind=kind)
+    x = F.solve(np.ones((9, 0)))
+    assert x.shape == (9, 0)
+    assert F.solve(np.ones((9, 0)), trans="T").shape == (9, 0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kind", ["llt", "ldlt", "lu"])
+@pytest.mark.parametrize("trans", ["N", "T", "H"])
+def test_complex_b_with_real_matrix(dtype, kind, trans):
+    A = {
+        "llt": laplacian((5, 5)),
+        "ldlt": saddle_point((3, 3)),
+        "lu": unsymmetric_zero_diagonal(25, 31),
+    }[kind].astype(dtype)
+    n = A.shape[0]
+    F = pastixpy.factorize(A, kind=kind)
+    b = random_vector(rng_for(4), (n, 2), True)
+    x = F.solve(b, trans=trans)
+    assert x.dtype == np.promote_types(dtype, np.complex128)
+    assert_solution(A, x, b, dtype, trans)
+    # Real and imaginary parts are solved separately and agree with real solves.
+    re = F.solve(b.real, trans=trans)
+    np.testing.assert_allclose(x.real, re, rtol=0, atol=100 * tol_for(dtype) * np.abs(x).max())
+
+
+def test_rhs_precision_promotion():
+    A32 = laplacian((4, 4), dtype=np.float32)
+    F = pastixpy.factorize(A32)
+    b64 = np.linspace(1, 2, 16)
+    x = F.solve(b64)
+    assert x.dtype == np.float64
+    assert_solution(A32, x, b64, np.float32)
+    x = F.solve(b64.astype(np.complex64))
+    assert x.dtype == np.complex64
+    Fc = pastixpy.factorize(helmholtz2d(4, dtype=np.complex64))
+    assert Fc.solve(np.ones(16, dtype=np.float32)).dtype == np.complex64
+
+
+# ---------------------------------------------------------------------------- orderings
+
+
+@pytest.mark.parametrize(
+    "A, kind",
+    [
+        (laplacian((6, 6)), "llt"),
+        (saddle_point((3, 4)), "ldlt"),
+        (dominant_symmetric(30, 41, complex_=True, signs="mixed"), "ldlh"),
+        (helmholtz2d(5), "ldlt"),
+        (unsymmetric_zero_diagonal(36, 42), "lu"),
+        (unsymmetric_zero_diagonal(36, 43, complex_=True), "lu"),
+    ],
+    ids=["llt", "ldlt", "ldlh", "ldlt-complex", "lu", "lu-complex"],
+)
+def test_orderings_give_the_same_answer(A, kind):
+    n = A.shape[0]
+    b = random_vector(rng_for(5), n, np.iscomplexobj(A.data))
+    ref = dense_solve(A, b)
+    orderings = ORDERINGS + [rng_for(6).permutation(n), np.arange(n)[::-1].copy()]
+    perms = []
+    for ordering in orderings:
+        F = pastixpy.factorize(A, kind=kind, ordering=ordering)
+        x = F.solve(b)
+        assert_solution(A, x, b, np.float64)
+        np.testing.assert_allclose(x, ref, rtol=1e-9, atol=1e-9 * np.abs(ref).max())
+        assert sorted(F.perm.tolist()) == list(range(n))
+        perms.append(tuple(F.perm.tolist()))
+    assert len(set(perms)) > 1  # the orderings did differ
+
+
+# ---------------------------------------------------------------------------- hypothesis
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    n=st.integers(1, 40),
+    density=st.floats(0.0, 0.3),
+    seed=st.integers(0, 2**32 - 1),
+    structure=st.sampled_from(["general", "spd", "indefinite", "hpd", "hermitian", "csym"]),
+    ordering=st.sampled_from(ORDERINGS + ["random"]),
+    nrhs=st.sampled_from([None, 1, 3]),
+    double=st.booleans(),
+)
+def test_random_diagonally_dominant(n, density, seed, structure, ordering, nrhs, double):
+    rng = rng_for(seed)
+    complex_ = structure in ("hpd", "hermitian", "csym") or (
+        structure == "general" and seed % 2 == 1
+    )
+    if structure == "general":
+        R = sp.random_array((n, n), density=density, rng=rng, format="csc")
+        if complex_:
+            R = R + 1j * sp.random_array((n, n), density=density, rng=rng, format="csc")
+        R = R - sp.diags_array(R.diagonal())
+        A = sp.csc_array(R + sp.diags_array(np.abs(R).sum(axis=1) + rng.uniform(0.5, 2, n)))
+    else:
+        A = dominant_symmetric(
+            n,
+            seed,
+            complex_=complex_,
+            hermitian=structure != "csym",
+            signs="positive" if structure in ("spd", "hpd") else "mixed",
+            density=density,
+        )
+    dtype = (np.complex128 if double else np.complex64) if complex_ else np.float64
+    if not double and not complex_:
+        dtype = np.float32
+    A = A.astype(dtype)
+    if ordering == "random":
+        ordering = rng.permutation(n)
+    shape = (n,) if nrhs is None else (n, nrhs)
+    b = random_vector(rng, shape, complex_).astype(dtype)
+    F = pastixpy.factorize(A, ordering=ordering)
+    expected = {
+        "general": {"lu"},
+        "spd": {"llt"},
+        "hpd": {"llt"},
+        "indefinite": {"llt", "ldlt"},  # "mixed" signs can be all positive when n is small
+        "hermitian": {"llt", "ldlh"},
+        "csym": {"ldlt"},
+    }[structure]
+    if structure == "general" and ((A != A.T).nnz == 0 or (A != A.conj().T).nnz == 0):
+        expected = {"llt", "ldlt"}  # a sparse random matrix can come out symmetric
+    assert F.kind in expected
+    x = F.solve(b)
+    assert x.shape == shape
+    berr = backward_error(A, x, b)
+    assert berr.max() <= tol_for(dtype)
+    ref = sla.splu(A.astype(np.complex128 if complex_ else np.float64)).solve(
+        b.astype(np.complex128 if complex_ else np.float64)
+    )
+    # Diagonally dominant: well conditioned, so x is accurate too.
+    assert np.abs(x - ref).max() <= 1e3 * tol_for(dtype) * max(np.abs(ref).max(), 1e-30)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    n=st.integers(2, 40),
+    density=st.floats(0.0, 0.25),
+    seed=st.integers(0, 2**32 - 1),
+    complex_=st.booleans(),
+    ordering=st.sampled_from(ORDERINGS + ["random"]),
+    nrhs=st.sampled_from([None, 1, 2]),
+    trans=st.sampled_from(["N", "T", "H"]),
+)
+def test_random_zero_diagonal_needs_matching(n, density, seed, complex_, ordering, nrhs, trans):
+    A = unsymmetric_zero_diagonal(n, seed, complex_=complex_, density=density)
+    rng = rng_for(seed + 1)
+    if ordering == "random":
+        ordering = rng.permutation(n)
+    shape = (n,) if nrhs is None else (n, nrhs)
+    b = random_vector(rng, shape, complex_)
+    F = pastixpy.factorize(A, ordering=ordering)
+    if (A != A.T).nnz:
+        assert F.kind == "lu"
+    x = F.solve(b, trans=trans)
+    assert x.shape == shape
+    M = op(A, trans)
+    assert backward_error(M, x, b).max() <= 1e-12
+    ref = sla.splu(sp.csc_array(M)).solve(b)
+    np.testing.assert_allclose(x, ref, rtol=1e-9, atol=1e-9 * np.abs(ref).max())
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    nh=st.integers(2, 25),
+    nb_frac=st.floats(0.1, 0.9),
+    seed=st.integers(0, 2**32 - 1),
+    complex_=st.booleans(),
+    ordering=st.sampled_from(ORDERINGS + ["random"]),
+)
+def test_random_kkt(nh, nb_frac, seed, complex_, ordering):
+    nb = max(1, min(nh - 1, int(nb_frac * nh)))
+    A = kkt(nh, nb, seed, complex_=complex_)
+    n = A.shape[0]
+    rng = rng_for(seed)
+    if ordering == "random":
+        ordering = rng.permutation(n)
+    b = random_vector(rng, (n, 2), complex_)
+    F = pastixpy.factorize(A, ordering=ordering)
+    assert F.kind == ("ldlh" if complex_ else "ldlt")
+    x = F.solve(b)
+    assert backward_error(A, x, b).max() <= 1e-12
+    ref = sla.splu(A).solve(b)
+    cond = np.linalg.cond(A.toarray(), 1)
+    assert np.abs(x - ref).max() <= 1e-13 * cond * np.abs(ref).max()
+
+
+# ---------------------------------------------------------------------------- the kernels directly
+
+
+def kernel_factor(B, kind, ordering="metis", pivot_tol=1e-300, progress=None):
+    """Analyse and factor B with no preprocessing; returns (analysis, factors)."""
+    B = sp.csc_array(B)
+    B.sort_indices()
+    B.indptr = B.indptr.astype(np.int64)
+    B.indices = B.indices.astype(np.int64)
+    an = analyze(B, ordering=ordering, kind=kind)
+    layout = PanelLayout.from_symbol(an.symbol)
+    amap = AssemblyMap.build(B, an.iperm, layout, kind)
+    return an, factorize_numeric(B, an, layout, amap, kind, pivot_tol, progress)
+
+
+def kernel_solve(factors, an, R, trans="N"):
+    """x = B⁻¹ R (or B⁻ᵀ R) with the raw factors, mapping to and from pivot order."""
+    X = np.asfortranarray(R[an.perm].astype(factors.L.dtype))
+    factors.solve_inplace(X, trans)
+    x = np.empty_like(X)
+    x[an.perm] = X
+    return x
+
+
+KERNEL_CASES = [
+    ("llt", np.float64, lambda: laplacian((7, 6))),
+    ("llt", np.float32, lambda: vector_laplacian((3, 3), dofs=3)),
+    ("llt", np.complex128, lambda: dominant_symmetric(45, 51, complex_=True)),
+    ("llt", np.complex64, lambda: dominant_symmetric(30, 52, complex_=True)),
+    ("ldlt", np.float64, lambda: dominant_symmetric(45, 53, signs="mixed")),
+    ("ldlt", np.float32, lambda: dominant_symmetric(30, 54, signs="mixed")),
+    ("ldlt", np.complex128, lambda: helmholtz2d(6)),
+    ("ldlt", np.complex64, lambda: dominant_symmetric(30, 55, complex_=True, hermitian=False)),
+    ("ldlh", np.complex128, lambda: dominant_symmetric(45, 56, complex_=True, signs="mixed")),
+    ("ldlh", np.complex64, lambda: dominant_symmetric(30, 57, complex_=True, signs="mixed")),
+    ("ldlh", np.float64, lambda: dominant_symmetric(30, 58, signs="mixed")),
+    ("lu", np.float64, lambda: convection_diffusion3d(4, peclet=10.0)),
+    ("lu", np.float32, lambda: convection_diffusion3d(3, peclet=5.0)),
+    ("lu", np.complex128, lambda: convection_diffusion3d(3) + 1j * sp.eye_array(27)),
+    ("lu", np.complex64, lambda: helmholtz2d(5, ppw=40)),
+]
+
+
+@pytest.mark.parametrize("ordering", ["metis", "natural"])
+@pytest.mark.parametrize(
+    "kind, dtype, builder",
+    KERNEL_CASES,
+    ids=[f"{k}-{np.dtype(d)}-{i}" for i, (k, d, _) in enumerate(KERNEL_CASES)],
+)
+def test_kernel_factor_and_solve(kind, dtype, builder, ordering):
+    B = sp.csc_array(builder()).astype(dtype)
+    n = B.shape[0]
+    an, fac = kernel_factor(B, kind, ordering)
+    assert fac.kind == kind
+    assert fac.L.dtype == dtype
+    assert not fac.perturbed.any()
+    assert not fac.L.flags.writeable
+    R = random_vector(rng_for(n), (n, 4), np.dtype(dtype).kind == "c")
+    X = kernel_solve(fac, an, R)
+    # One plain solve (no refinement): accurate to a modest multiple of eps * cond.
+    eps = np.finfo(dtype).eps
+    assert backward_error(B, X, R).max() <= 50 * n * eps
+    if kind == "lu":
+        Xt = kernel_solve(fac, an, R, "T")
+        assert backward_error(sp.csc_array(B.T), Xt, R).max() <= 50 * n * eps
+    # The product of the pivots is the determinant (|det| for LLᵀ, squared).
+    d = fac.diagonal().astype(np.complex128)
+    Bd = B.toarray().astype(np.complex128)
+    sign, logabs = np.linalg.slogdet(Bd)
+    if kind == "llt":
+        assert np.all(d.real > 0)
+        np.testing.assert_allclose(2 * np.log(np.abs(d)).sum(), logabs, rtol=100 * eps, atol=1e-3)
+    elif kind == "lu":
+        np.testing.assert_allclose(np.log(np.abs(d)).sum(), logabs, rtol=100 * eps, atol=1e-3)
+        np.testing.assert_allclose(np.prod(d / np.abs(d)), sign, atol=1e-3)
+    else:
+        assert fac.pivtype.shape == (n,) and set(np.unique(fac.pivtype)) <= {0, 1, 2}
+        # A 2x2 pivot starts at a 2 and is followed by a 0.
+        twos = np.flatnonzero(fac.pivtype == 2)
+        assert np.all(fac.pivtype[twos + 1] == 0)
+        assert np.sum(fac.pivtype == 0) == twos.size
+        assert sorted(fac.lperm.tolist()) == list(range(n))
+
+
+def test_kernel_solve_identity_gives_inverse():
+    B = dominant_symmetric(20, 61, signs="mixed")
+    an, fac = kernel_factor(B, "ldlt")
+    Inv = kernel_solve(fac, an, np.eye(20))
+    np.testing.assert_allclose(Inv, np.linalg.inv(B.toarray()), rtol=0, atol=1e-12)
+
+
+def test_kernel_progress_reports_up_to_one():
+    seen = []
+    kernel_factor(laplacian((12, 12)), "llt", progress=seen.append)
+    assert seen, "progress was never called"
+    assert all(0 < f <= 1 for f in seen)
+    assert seen == sorted(seen)
+    assert seen[-1] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("ordering", ORDERINGS)
+def test_kernel_not_positive_definite_names_the_column(ordering):
+    # Removing column 9 leaves an SPD matrix, so whatever the order, 9's pivot is the one to fail.
+    A = laplacian((4, 4)).tolil()
+    A[9, 9] = -10.0
+    with pytest.raises(pastixpy.NotPositiveDefiniteError, match="pivot of column 9") as info:
+        kernel_factor(A.tocsc(), "llt", ordering)
+    assert info.value.column == 9
+
+
+@pytest.mark.parametrize("kind", ["ldlt", "lu"])
+@pytest.mark.parametrize("ordering", ["natural", "metis", "amd"])
+def test_kernel_static_pivoting_flags_the_zero_pivot(kind, ordering):
+    # Block diagonal: an exactly singular 1x1 block at column 5 (a stored zero) amid SPD blocks.
+    A = sp.csc_array(
+        sp.block_diag([laplacian((5,)), sp.csc_array([[1.0]]), laplacian((3, 2))], format="csc")
+    )
+    assert A.indptr[6] - A.indptr[5] == 1
+    A.data[A.indptr[5]] = 0.0
+    an, fac = kernel_factor(A, kind, ordering, pivot_tol=1e-8)
+    assert fac.perturbed.sum() == 1
+    assert an.perm[np.flatnonzero(fac.perturbed)[0]] == 5
+    # The other pivots were left alone: the solve is exact away from column 5.
+    b = np.ones(A.shape[0])
+    b[5] = 0.0
+    x = kernel_solve(fac, an, b.reshape(-1, 1))[:, 0]
+    assert abs(x[5]) < 1e-6
+    mask = np.arange(A.shape[0]) != 5
+    sub = A.toarray()[np.ix_(mask, mask)]
+    np.testing.assert_allclose(x[mask], np.linalg.solve(sub, b[mask]), rtol=1e-12, atol=1e-12)
+
+
+def test_kernel_perturbation_warning_through_the_api():
+    A = sp.csc_array(np.array([[1.0, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 2.0]]))
+    with pytest.warns(pastixpy.PastixWarning, match=r"1 pivot\(s\) smaller than .* perturbed"):
+        F = pastixpy.factorize(A, kind="lu", refine="none", scaling="off", matching="off")
+    assert F.stats["perturbed_pivots"] == 1
+
+
+def test_one_by_one_every_kind():
+    for dtype in DTYPES:
+        A = sp.csc_array(np.array([[4.0]], dtype=dtype))
+        kinds = ["llt", "ldlh", "lu"] if np.dtype(dtype).kind == "c" else ["llt", "ldlt", "lu"]
+        for kind in kinds:
+            F = pastixpy.factorize(A, kind=kind)
+            x = F.solve(np.array([2.0], dtype=dtype))
+            np.testing.assert_allclose(x, [0.5], rtol=1e-6)
+            assert F.slogdet()[1] == pytest.approx(np.log(4.0))
+
+
+def test_block_diagonal_and_disconnected():
+    blocks = [laplacian((5, 4)), saddle_point((2, 2)), sp.csc_array([[-3.0]]), laplacian((3,))]
+    A = sp.csc_array(sp.block_diag(blocks, format="csc"))
+    b = np.arange(A.shape[0], dtype=float)
+    for ordering in ORDERINGS:
+        F = pastixpy.factorize(A, ordering=ordering)
+        assert F.kind == "ldlt"
+        assert_solution(A, F.solve(b), b, np.float64)
+
+
+def test_explicit_zeros_in_the_pattern_are_harmless():
+    L = laplacian((5, 5)).tocoo()
+    A = sp.csc_array(
+        (np.r_[L.data, 0.0, 0.0, 0.0], (np.r_[L.row, 3, 17, 0], np.r_[L.col, 17, 3, 24])),
+        shape=L.shape,
+    )
+    assert A.nnz == L.nnz + 3
+    b = np.ones(25)
+    for kind in ("llt", "ldlt", "lu"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            x = pastixpy.factorize(A, kind=kind).solve(b)
+        assert_solution(A, x, b, np.float64)
