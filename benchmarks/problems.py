@@ -1,0 +1,158 @@
+"""The benchmark problems: generated FD/FEM matrices and the largest real ones in shared/matrices.
+
+Each :class:`Problem` knows how to build its matrix, its structure (which
+decides the factorization each solver uses) and its grid dimension (which
+decides whether scipy's ``splu`` is worth waiting for). :func:`select` returns
+the full or ``--quick`` list, filtered by name.
+"""
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import scipy.io
+import scipy.sparse as sp
+
+from pastixpy.gallery import convection_diffusion3d, elasticity3d, helmholtz2d, laplacian
+
+#: Structures: which factorization the solvers use.
+STRUCTURES = {
+    "spd": "symmetric positive definite",
+    "sym": "real symmetric indefinite",
+    "csym": "complex symmetric",
+    "unsym": "unsymmetric",
+}
+
+#: scipy's splu (SuperLU, COLAMD) is skipped above these orders: past them it is
+#: estimated to take over 3 minutes (40³ in 3D, 500² in 2D).
+SPLU_LIMIT = {2: 500**2, 3: 40**3}
+
+#: The largest well-posed matrices of shared/matrices (by stored entries), with their
+#: structure. mbeacxc (50k entries) is left out: it is singular on purpose.
+REAL_MATRICES = {
+    "bcsstk16": "spd",
+    "bayer10": "unsym",
+    "bcsstk13": "spd",
+    "ncvxqp1": "sym",
+}
+QUICK_REAL = ("bcsstk16", "bayer10")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One benchmark matrix, built on demand.
+
+    Attributes
+    ----------
+    name : str
+        Short name used by ``--problems`` and in the JSON (``lap3d-40``).
+    label : str
+        What the table shows (``3D Laplacian 40³``).
+    structure : str
+        A key of :data:`STRUCTURES`.
+    build : callable
+        Returns the matrix (scipy sparse, any format).
+    dim : int or None
+        Grid dimension of a generated problem (2 or 3); None for a real matrix.
+    """
+
+    name: str
+    label: str
+    structure: str
+    build: Callable
+    dim: int | None = None
+
+    def splu_skip(self, n):
+        """Why scipy's splu is skipped on this problem of order n, or None to run it."""
+        limit = SPLU_LIMIT.get(self.dim)
+        if limit is not None and n > limit:
+            side = {2: "500²", 3: "40³"}[self.dim]
+            return f"skipped: estimated over 3 minutes (a {self.dim}D problem above {side})"
+        return None
+
+
+def matrices_dir():
+    """The folder of real matrices: ``$PASTIXPY_MATRICES`` or ``../shared/matrices``."""
+    env = os.environ.get("PASTIXPY_MATRICES")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[1].parent / "shared" / "matrices"
+
+
+def _real(name, structure):
+    def build():
+        return sp.csc_array(scipy.io.mmread(matrices_dir() / f"{name}.mtx"))
+
+    return Problem(name, f"{name} (shared)", structure, build)
+
+
+def _cube(n):
+    return f"{n}³"
+
+
+def all_problems(quick=False):
+    """The generated problems (full sizes, or the small ``--quick`` ones) and the real matrices."""
+    if quick:
+        lap2, lap3, elast, helm, conv = 200, (12, 16, 20), (8, 8, 8), 100, 16
+        real = QUICK_REAL
+    else:
+        lap2, lap3, elast, helm, conv = 1000, (40, 60, 80), (37, 37, 37), 500, 60
+        real = tuple(REAL_MATRICES)
+    problems = [
+        Problem(
+            "lap2d",
+            f"2D Laplacian {lap2}²",
+            "spd",
+            lambda: laplacian((lap2, lap2)),
+            2,
+        )
+    ]
+    for m in lap3:
+        problems.append(
+            Problem(
+                f"lap3d-{m}",
+                f"3D Laplacian {_cube(m)}",
+                "spd",
+                (lambda m=m: laplacian((m, m, m))),
+                3,
+            )
+        )
+    problems += [
+        Problem(
+            "elast3d",
+            f"3D elasticity {'x'.join(map(str, elast))} el.",
+            "spd",
+            lambda: elasticity3d(elast),
+            3,
+        ),
+        Problem(
+            "helmholtz",
+            f"2D Helmholtz {helm}², ppw 10",
+            "csym",
+            lambda: helmholtz2d(helm, ppw=10),
+            2,
+        ),
+        Problem(
+            "convdiff",
+            f"3D convection-diffusion {_cube(conv)}",
+            "unsym",
+            lambda: convection_diffusion3d(conv),
+            3,
+        ),
+    ]
+    present = [name for name in real if (matrices_dir() / f"{name}.mtx").exists()]
+    problems += [_real(name, REAL_MATRICES[name]) for name in present]
+    return problems, [name for name in real if name not in present]
+
+
+def select(problems, names):
+    """The problems whose name is in ``names`` or starts with one of them (``lap3d``)."""
+    if not names:
+        return problems
+    chosen = [p for p in problems if any(p.name == w or p.name.startswith(w) for w in names)]
+    unknown = [w for w in names if not any(p.name.startswith(w) for p in problems)]
+    if unknown:
+        known = ", ".join(p.name for p in problems)
+        raise SystemExit(f"unknown problem(s) {', '.join(unknown)}; known: {known}")
+    return chosen

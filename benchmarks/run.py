@@ -1,0 +1,385 @@
+"""Solver benchmark suite: pastixpy against scipy, CHOLMOD, MUMPS and PARDISO on FD/FEM problems.
+
+Usage::
+
+    PYTHONPATH=. python benchmarks/run.py [--quick] [--solvers pastixpy,scipy,cholmod,mumps,pardiso]
+        [--threads 1,2] [--runs 3] [--problems lap3d,helmholtz,...] [--json out.json]
+        [--markdown out.md] [--timeout 1800]
+
+For each problem, solver and thread count: analysis, factorization and solve
+seconds (1 and 16 right-hand sides), factor entries, peak memory above the
+baseline, backward error, GFLOP/s (pastixpy's LLᵀ flop count of the problem
+over each solver's factorization time) and ratios to pastixpy, medians of
+``--runs`` runs. Every run is a fresh process (``worker.py``), so the peak
+memory is that run's own. Solvers that are not installed are reported as such.
+``--quick`` runs small problems, once each, in one to two minutes. See
+docs/performance.md for the columns.
+"""
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import scipy
+import scipy.sparse as sp
+from problems import STRUCTURES, all_problems, select
+from solvers import SOLVERS, availability, not_applicable
+from threadpoolctl import threadpool_info, threadpool_limits
+from worker import MARK
+
+import pastixpy
+
+HERE = Path(__file__).resolve().parent
+#: Variables that select a slower OpenBLAS kernel or cache model; the timed runs go without.
+SLOW_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+MiB = 2**20
+
+
+# ------------------------------------------------------------------ environment and machine
+
+
+def reexec_without_slow_env():
+    """Re-execute this script with OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE unset, once."""
+    found = {k: os.environ[k] for k in SLOW_ENV if k in os.environ}
+    if not found:
+        return
+    env = {k: v for k, v in os.environ.items() if k not in SLOW_ENV}
+    env["PASTIXPY_BENCH_UNSET"] = json.dumps(found)
+    shown = ", ".join(f"{k}={v}" for k, v in found.items())
+    print(f"re-executing with {shown} unset for the timed runs", file=sys.stderr, flush=True)
+    os.execve(sys.executable, [sys.executable, *sys.argv], env)
+
+
+def blas_kernels():
+    """The BLAS libraries threadpoolctl sees here: internal_api, architecture, version."""
+    return [
+        {k: d.get(k) for k in ("internal_api", "architecture", "version", "filepath")}
+        for d in threadpool_info()
+        if d.get("user_api") == "blas"
+    ]
+
+
+def dgemm_gflops(threads, n=2000, runs=3):
+    """Median GFLOP/s of numpy's float64 matmul n x n at this BLAS thread count."""
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((n, n)), rng.standard_normal((n, n))
+    with threadpool_limits(limits=threads):
+        a @ b  # warm-up: thread pool and page faults
+        times = []
+        for _ in range(runs):
+            t = time.perf_counter()
+            a @ b
+            times.append(time.perf_counter() - t)
+    return 2 * n**3 / statistics.median(times) / 1e9
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+# ------------------------------------------------------------------ running the workers
+
+
+def spawn(matrix, solver, threads, structure, timeout):
+    """One run in a fresh process; returns the worker's result dict (status "ok" or not)."""
+    env = {k: v for k, v in os.environ.items() if k not in SLOW_ENV}
+    env.update({k: str(threads) for k in THREAD_ENV})
+    spec = {"matrix": str(matrix), "solver": solver, "threads": threads, "structure": structure}
+    cmd = [sys.executable, str(HERE / "worker.py"), json.dumps(spec)]
+    try:
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"status": "timeout", "error": f"timeout: over {timeout} s"}
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith(MARK):
+            return json.loads(line[len(MARK) :])
+    tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+    return {"status": "error", "error": f"exit {proc.returncode}: {tail[0][:200]}"}
+
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def summarize(runs, ref_runs):
+    """Medians over the runs of one solver, and per-run ratios to pastixpy's runs."""
+    ok = [r for r in runs if r["status"] == "ok"]
+    if not ok:
+        return None
+    sec = {k: median([r["seconds"][k] for r in ok]) for k in ok[0]["seconds"]}
+    out = {
+        "seconds": sec,
+        "nnz_factor": median([r["nnz_factor"] for r in ok]),
+        "factor_bytes": median([r["factor_bytes"] for r in ok]),
+        "peak_bytes": median([r["peak_bytes"] for r in ok]),
+        "backward_error": max(r["backward_error"] for r in ok),
+        "kind": ok[0]["kind"],
+        "ordering": ok[0]["ordering"],
+        "runs_ok": len(ok),
+    }
+    if ref_runs is not None:
+        both = zip(runs, ref_runs, strict=True)
+        pairs = [(r, p) for r, p in both if r["status"] == p["status"] == "ok"]
+        out["factor_ratio"] = median(
+            [r["seconds"]["factor"] / p["seconds"]["factor"] for r, p in pairs]
+        )
+        out["total_ratio"] = median([total(r) / total(p) for r, p in pairs])
+    return out
+
+
+def total(r):
+    """Analysis + factorization + one solve, in seconds."""
+    s = r["seconds"]
+    return (s["analysis"] or 0.0) + s["factor"] + s["solve1"]
+
+
+# ------------------------------------------------------------------ the table
+
+HEADER = (
+    "| problem | n | solver | thr | analysis s | factor s | solve s (1) | solve s (16) "
+    "| nnz(L) | peak MiB | factor MiB | backward err | GFLOP/s | factor / pastixpy "
+    "| total / pastixpy | note |\n"
+    "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+)
+
+
+def fmt(x, spec):
+    return "—" if x is None else format(x, spec)
+
+
+def row(problem, n, solver, threads, summary, flops, note):
+    """One Markdown table row; ``summary`` None gives a row with the note only."""
+    if summary is None:
+        return f"| {problem} | {n:,} | {solver} | {threads} |" + " |" * 11 + f" {note} |"
+    sec = summary["seconds"]
+    rate = flops / sec["factor"] / 1e9 if flops and sec["factor"] else None
+    peak = summary["peak_bytes"]
+    cells = [
+        problem,
+        f"{n:,}",
+        solver,
+        str(threads),
+        fmt(sec["analysis"], ".3f"),
+        fmt(sec["factor"], ".3f"),
+        fmt(sec["solve1"], ".3f"),
+        fmt(sec["solve16"], ".3f"),
+        fmt(summary["nnz_factor"], ",.0f"),
+        fmt(None if peak is None else peak / MiB, ".0f"),
+        fmt(summary["factor_bytes"] / MiB, ".0f"),
+        fmt(summary["backward_error"], ".1e"),
+        fmt(rate, ".2f"),
+        fmt(summary.get("factor_ratio"), ".2f"),
+        fmt(summary.get("total_ratio"), ".2f"),
+        note,
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
+class Report:
+    """Lines printed as they come and kept for --markdown."""
+
+    def __init__(self):
+        self.lines = []
+
+    def __call__(self, line=""):
+        print(line, flush=True)
+        self.lines.append(line)
+
+
+def blas_by_solver(records):
+    """One line: the BLAS libraries (kernel, version, threads) each solver's runs had loaded."""
+    seen = {}
+    for rec in records:
+        for res in rec["results"]:
+            for run in res.get("runs", []):
+                for b in run.get("blas", []):
+                    text = f"{b['internal_api']} {b['version']} {b['architecture'] or ''}".strip()
+                    seen.setdefault(res["solver"], set()).add(text)
+    parts = [f"{s}: {', '.join(sorted(v))}" for s, v in seen.items()]
+    return "BLAS loaded in the runs (threadpoolctl): " + "; ".join(parts) + "."
+
+
+# ------------------------------------------------------------------ driver
+
+
+def run_problem(problem, solvers, threads, runs, timeout, workdir, report):
+    """Build one matrix, run every solver on it, print its rows; returns its JSON record."""
+    t = time.perf_counter()
+    A = sp.csc_array(problem.build())
+    build_s = time.perf_counter() - t
+    n = A.shape[0]
+    path = Path(workdir) / f"{problem.name}.npz"
+    sp.save_npz(path, A, compressed=False)
+    record = {
+        "name": problem.name,
+        "label": problem.label,
+        "structure": problem.structure,
+        "n": n,
+        "nnz": int(A.nnz),
+        "dtype": str(A.dtype),
+        "build_seconds": build_s,
+        "results": [],
+    }
+    skips, active = {}, []
+    for name, (installed, _) in solvers.items():
+        reason = None if installed else "not installed"
+        reason = reason or not_applicable(name, problem.structure)
+        if reason is None and name == "scipy":
+            reason = problem.splu_skip(n)
+        if reason:
+            skips[name] = reason
+        else:
+            active.append(name)
+    flops = None
+    if "pastixpy" not in active and problem.structure == "spd":
+        # pastixpy's flop count for the rates: its analysis alone gives it for LLᵀ
+        flops = float(pastixpy.analyze(A, kind="llt").stats["flops"])
+    del A  # the workers load the file
+    if "pastixpy" not in active and problem.structure != "spd":
+        # LU / LDLᵀ analyse the matrix after row matching or 2x2 pairing: one pastixpy run
+        flops = spawn(path, "pastixpy", min(threads), problem.structure, timeout).get("flops")
+    raw = {(s, k): [] for s in active for k in threads}
+    for i in range(runs):
+        for k in threads:
+            for name in active:  # pastixpy first: its ratio partner runs right before
+                if raw[name, k] and raw[name, k][-1]["status"] == "timeout":
+                    raw[name, k].append(raw[name, k][-1])
+                    continue
+                t = time.perf_counter()
+                raw[name, k].append(spawn(path, name, k, problem.structure, timeout))
+                status = raw[name, k][-1]["status"]
+                print(
+                    f"  {problem.name} {name} threads={k} run {i + 1}/{runs}: {status}, "
+                    f"{time.perf_counter() - t:.1f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
+    path.unlink()
+    flops = flops or next(
+        (r["flops"] for k in threads for r in raw.get(("pastixpy", k), []) if r["status"] == "ok"),
+        None,
+    )
+    record["flops_pastixpy"] = flops
+    for name in solvers:
+        if name in skips:
+            report(row(problem.label, n, name, "—", None, None, skips[name]))
+            record["results"].append({"solver": name, "status": "skipped", "note": skips[name]})
+            continue
+        for k in threads:
+            ref = raw.get(("pastixpy", k)) if name != "pastixpy" else None
+            summary = summarize(raw[name, k], ref)
+            errors = sorted({r["error"] for r in raw[name, k] if r["status"] != "ok"})
+            notes = [f"{summary['kind']}, {summary['ordering']}" if summary else ""] + errors
+            first = next((r for r in raw[name, k] if r["status"] == "ok"), {})
+            if first.get("perturbed_pivots"):
+                notes.append(f"{first['perturbed_pivots']} perturbed pivot(s)")
+            if first.get("refinement_steps"):
+                notes.append(f"{first['refinement_steps']} refinement step(s)")
+            note = "; ".join(x for x in notes if x)[:160]
+            report(row(problem.label, n, name, k, summary, flops, note))
+            record["results"].append(
+                {"solver": name, "threads": k, "summary": summary, "runs": raw[name, k]}
+            )
+    return record
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="small problems, one run: 1-2 minutes")
+    p.add_argument("--solvers", default=",".join(SOLVERS), help="comma-separated solver names")
+    p.add_argument("--threads", default="1,2", help="comma-separated BLAS thread counts")
+    p.add_argument("--runs", type=int, help="runs per measurement (default 3; 1 with --quick)")
+    p.add_argument("--problems", help="comma-separated problem names or prefixes")
+    p.add_argument("--json", help="write the results to this JSON file")
+    p.add_argument("--markdown", help="write the table to this Markdown file")
+    p.add_argument("--timeout", type=float, help="seconds before a run is abandoned")
+    args = p.parse_args()
+    reexec_without_slow_env()
+
+    runs = args.runs or (1 if args.quick else 3)
+    timeout = args.timeout or (120 if args.quick else 1800)
+    threads = [int(t) for t in args.threads.split(",")]
+    names = [s.strip() for s in args.solvers.split(",") if s.strip()]
+    unknown = [s for s in names if s not in SOLVERS]
+    if unknown:
+        raise SystemExit(f"unknown solver(s) {', '.join(unknown)}; known: {', '.join(SOLVERS)}")
+    names = sorted(names, key=list(SOLVERS).index)  # pastixpy first
+    solvers = {s: availability(s) for s in names}
+    problems, missing = all_problems(args.quick)
+    problems = select(problems, [w for w in (args.problems or "").split(",") if w])
+
+    report = Report()
+    unset = json.loads(os.environ.get("PASTIXPY_BENCH_UNSET", "{}"))
+    gemm = {k: dgemm_gflops(k) for k in sorted(set(threads) | {1, 2})}
+    kernels = blas_kernels()
+    kernel_text = "; ".join(
+        f"{d['internal_api']} {d['version']} {d['architecture']}" for d in kernels
+    )
+    mode = "quick" if args.quick else "full"
+    report(f"# Solver benchmark ({mode}, median of {runs} run{'s' * (runs > 1)})\n")
+    report(
+        f"Machine: {cpu_model()}, {os.cpu_count()} cores; dgemm 2000² "
+        + ", ".join(f"{v:.1f} GFLOP/s at {k} thread{'s' * (k > 1)}" for k, v in gemm.items())
+        + f"; BLAS (threadpoolctl): {kernel_text}"
+        + (f"; unset for the runs: {', '.join(unset)}" if unset else "")
+        + ".\n"
+    )
+    report(
+        "Solvers: "
+        + "; ".join(f"{s} {ver}" if ok else f"{s}: {ver}" for s, (ok, ver) in solvers.items())
+        + ".\n"
+    )
+    if missing:
+        report(f"Real matrices not found (skipped): {', '.join(missing)}.\n")
+    report(HEADER)
+    records = []
+    with tempfile.TemporaryDirectory(prefix="pastixpy-bench-") as workdir:
+        for problem in problems:
+            records.append(run_problem(problem, solvers, threads, runs, timeout, workdir, report))
+    report("\n" + blas_by_solver(records))
+    structures = sorted({p.structure for p in problems})
+    report("Structures: " + "; ".join(f"{s} = {STRUCTURES[s]}" for s in structures) + ".")
+
+    if args.markdown:
+        Path(args.markdown).write_text("\n".join(report.lines) + "\n")
+    if args.json:
+        out = {
+            "mode": mode,
+            "runs": runs,
+            "threads": threads,
+            "machine": {
+                "cpu": cpu_model(),
+                "cores": os.cpu_count(),
+                "dgemm_gflops": gemm,
+                "blas": kernels,
+                "unset_env": unset,
+                "python": platform.python_version(),
+                "numpy": np.__version__,
+                "scipy": scipy.__version__,
+            },
+            "solvers": {s: {"installed": ok, "version": v} for s, (ok, v) in solvers.items()},
+            "missing_matrices": missing,
+            "problems": records,
+        }
+        Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,304 @@
+"""The solvers the suite compares, each behind one small adapter with the same four phases.
+
+An adapter is made in a fresh worker process (``worker.py``), then its phases
+run and are timed there: ``analyze()`` (ordering and symbolic work, including
+the conversion of A to the solver's input format), ``factor()`` (numeric
+factorization), ``solve(B)`` and, after the memory high-water mark has been
+read, ``info()`` (factor size, ordering used). The libraries are imported in
+the constructor, so the worker's memory baseline includes them.
+
+Which structure each solver can take, and how it factors it:
+
+========  =========================  ===========  ==================  ==============
+solver    spd                        sym          csym                unsym
+========  =========================  ===========  ==================  ==============
+pastixpy  LLᵀ                        LDLᵀ         LDLᵀ                LU
+scipy     LU (splu, COLAMD)          LU           LU                  LU
+cholmod   LLᵀ (supernodal, METIS)    —            —                   —
+mumps     LDLᵀ (SYM=1)               LDLᵀ (2)     LDLᵀ (SYM=2)        LU (SYM=0)
+pardiso   LLᵀ (mtype 2)              LDLᵀ (-2)    LDLᵀ (mtype 6)      LU (mtype 11)
+========  =========================  ===========  ==================  ==============
+"""
+
+import ctypes
+import importlib.metadata
+import importlib.util
+
+import numpy as np
+import scipy.sparse as sp
+
+#: Solver name → (module that must be importable, distribution for the version, what it is).
+SOLVERS = {
+    "pastixpy": ("pastixpy", "pastixpy", "pastixpy.factorize"),
+    "scipy": ("scipy.sparse.linalg", "scipy", "scipy.sparse.linalg.splu (SuperLU)"),
+    "cholmod": ("sksparse.cholmod", "scikit-sparse", "CHOLMOD via scikit-sparse"),
+    "mumps": ("mumps", "python-mumps", "MUMPS (sequential) via python-mumps"),
+    "pardiso": ("pypardiso", "pypardiso", "MKL PARDISO via pypardiso"),
+}
+
+
+def availability(name):
+    """``(installed, version_or_note)`` for a solver, without importing its library."""
+    module, dist, _ = SOLVERS[name]
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        found = False
+    if not found:
+        return False, "not installed"
+    try:
+        return True, importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        if name == "pastixpy":
+            import pastixpy
+
+            return True, pastixpy.__version__
+        return True, "version unknown"
+
+
+def not_applicable(name, structure):
+    """Why a solver cannot take a matrix of this structure, or None."""
+    if name == "cholmod" and structure != "spd":
+        return "n/a: CHOLMOD factors SPD matrices only"
+    return None
+
+
+class PastixSolver:
+    """pastixpy.factorize with kind="auto" and METIS; the analysis is timed inside it."""
+
+    def __init__(self, A, structure, threads):
+        import pastixpy
+
+        self.pastixpy = pastixpy
+        self.A, self.threads = A, threads
+
+    def analyze(self):
+        pass  # factorize() runs the whole pipeline; factor() splits its time below
+
+    def factor(self):
+        self.F = self.pastixpy.factorize(self.A, ordering="metis", threads=self.threads)
+
+    def split(self, seconds):
+        """Move everything factorize() did before the numeric factorization into "analysis"."""
+        sec = self.F.stats["seconds"]
+        total = seconds["analysis"] + seconds["factor"]
+        seconds["factor"] = sec["factorize"]
+        seconds["analysis"] = total - sec["factorize"]
+        return seconds
+
+    def solve(self, B):
+        return self.F.solve(B)
+
+    def info(self):
+        s, n = self.F.stats, self.A.shape[0]
+        nnz = s["nnz_L"] if s["kind"] != "lu" else 2 * s["nnz_L"] - n
+        return {
+            "nnz_factor": int(nnz),
+            "factor_bytes": int(s["factor_bytes"]),
+            "flops": float(s["flops"]),
+            "kind": s["kind"],
+            "ordering": "metis",
+            "pastixpy_seconds": dict(s["seconds"]),
+            "refinement_steps": s["refinement_steps"],
+            "perturbed_pivots": s["perturbed_pivots"],
+        }
+
+
+class ScipySolver:
+    """scipy.sparse.linalg.splu with its defaults (COLAMD); no separate analysis phase."""
+
+    def __init__(self, A, structure, threads):
+        from scipy.sparse.linalg import splu
+
+        self.splu, self.A = splu, A
+
+    def analyze(self):
+        pass
+
+    def factor(self):
+        self.lu = self.splu(sp.csc_matrix(self.A))
+
+    def split(self, seconds):
+        seconds["analysis"] = None  # ordering and symbolic work happen inside splu
+        return seconds
+
+    def solve(self, B):
+        return self.lu.solve(B)
+
+    def info(self):
+        nnz = self.lu.L.nnz + self.lu.U.nnz - self.A.shape[0]
+        return {
+            "nnz_factor": int(nnz),
+            "factor_bytes": int(nnz * self.A.dtype.itemsize),
+            "kind": "lu",
+            "ordering": "colamd",
+        }
+
+
+class CholmodSolver:
+    """CHOLMOD supernodal LLᵀ: ``analyze(ordering_method="metis")``, then ``cholesky_inplace``."""
+
+    def __init__(self, A, structure, threads):
+        from sksparse import cholmod
+
+        self.cholmod = cholmod
+        self.A = A
+        self.ordering = "metis"
+
+    def analyze(self):
+        A = sp.csc_matrix(self.A)
+        try:
+            self.f = self.cholmod.analyze(A, mode="supernodal", ordering_method="metis")
+        except self.cholmod.CholmodError:
+            self.ordering = "nesdis"  # a CHOLMOD built without METIS
+            self.f = self.cholmod.analyze(A, mode="supernodal", ordering_method="default")
+        self.Ac = A
+
+    def factor(self):
+        self.f.cholesky_inplace(self.Ac)
+
+    def solve(self, B):
+        return self.f(B)
+
+    def info(self):
+        nnz = self.f.L().nnz  # converts the factor (a copy): after the memory reading
+        return {
+            "nnz_factor": int(nnz),
+            "factor_bytes": int(nnz * self.A.dtype.itemsize),
+            "kind": "llt",
+            "ordering": self.ordering,
+        }
+
+
+class MumpsSolver:
+    """Sequential MUMPS through python-mumps: job 1 (analysis), 2 (factor), 3 (solve)."""
+
+    SYM = {"spd": 1, "sym": 2, "csym": 2, "unsym": 0}
+
+    def __init__(self, A, structure, threads):
+        import mumps
+        from mumps import _mumps
+
+        self.mumps, self._mumps = mumps, _mumps
+        self.A, self.sym = A, self.SYM[structure]
+        # Debian's sequential MUMPS has no METIS; SCOTCH is its nested dissection then.
+        have = mumps.possible_orderings()
+        self.ordering = "metis" if "metis" in have else "scotch" if "scotch" in have else "auto"
+
+    def analyze(self):
+        from mumps.mumps import _make_assembled_from_coo
+
+        A = sp.coo_array(sp.triu(self.A) if self.sym else self.A)
+        ctx = self.mumps.Context()
+        dtype, row, col, data = _make_assembled_from_coo(A, False)
+        # Context.set_matrix always uses SYM=2 for symmetric input; SPD matrices want SYM=1.
+        ctx.mumps_instance = getattr(self._mumps, dtype + "mumps")(False, self.sym)
+        ctx.dtype, ctx.n = dtype, A.shape[0]
+        ctx.row, ctx.col, ctx.data = row, col, data
+        ctx.mumps_instance.set_assembled_matrix(A.shape[0], row, col, data)
+        ctx.analyze(ordering=self.ordering)
+        self.ctx = ctx
+
+    def factor(self):
+        self.ctx.factor(reuse_analysis=True)
+
+    def solve(self, B):
+        return self.ctx.solve(B)
+
+    def info(self):
+        st = self.ctx.factor_stats
+        return {
+            "nnz_factor": int(st.nonzeros),
+            "factor_bytes": int(st.nonzeros * self.A.dtype.itemsize),
+            "kind": {0: "lu", 1: "ldlt (spd)", 2: "ldlt"}[self.sym],
+            "ordering": self.ctx.analysis_stats.ordering,
+            "solver_flops": float(st.flops),
+        }
+
+
+class PardisoSolver:
+    """MKL PARDISO through pypardiso's library handle: phases 11, 22, 33, default iparm (METIS).
+
+    pypardiso's own ``solve`` accepts float64 only; calling its ``pardiso`` symbol
+    directly also lets the complex symmetric matrices (mtype 6) through.
+    """
+
+    MTYPE = {"spd": 2, "sym": -2, "csym": 6, "unsym": 11}
+
+    def __init__(self, A, structure, threads):
+        from pypardiso import PyPardisoSolver
+
+        self.mtype = self.MTYPE[structure]
+        self.s = PyPardisoSolver(mtype=self.mtype)
+        self.A = A
+
+    def _call(self, phase, B):
+        s = self.s
+        X = np.zeros_like(B)
+        err = ctypes.c_int32(0)
+        i32 = ctypes.POINTER(ctypes.c_int32)
+
+        def ref(v):
+            return ctypes.byref(ctypes.c_int32(v))
+
+        nrhs = 1 if B.ndim == 1 else B.shape[1]
+        s._mkl_pardiso(
+            s.pt.ctypes.data_as(ctypes.POINTER(s._pt_type[0])),
+            ref(1),
+            ref(1),
+            ref(self.mtype),
+            ref(phase),
+            ref(self.U.shape[0]),
+            self.U.data.ctypes.data_as(ctypes.c_void_p),
+            self.ia.ctypes.data_as(i32),
+            self.ja.ctypes.data_as(i32),
+            s.perm.ctypes.data_as(i32),
+            ref(nrhs),
+            s.iparm.ctypes.data_as(i32),
+            ref(0),
+            B.ctypes.data_as(ctypes.c_void_p),
+            X.ctypes.data_as(ctypes.c_void_p),
+            ctypes.byref(err),
+        )
+        if err.value != 0:
+            raise RuntimeError(f"PARDISO phase {phase} failed with error {err.value}")
+        return X
+
+    def analyze(self):
+        A = self.A
+        U = sp.triu(A, format="csr") if self.mtype != 11 else sp.csr_array(A)
+        U.sort_indices()
+        self.U = U
+        self.ia = (U.indptr + 1).astype(np.int32)
+        self.ja = (U.indices + 1).astype(np.int32)
+        self.dummy = np.zeros((A.shape[0], 1), dtype=A.dtype, order="F")
+        self._call(11, self.dummy)
+
+    def factor(self):
+        self._call(22, self.dummy)
+
+    def solve(self, B):
+        B = np.asfortranarray(B, dtype=self.A.dtype)
+        return self._call(33, B)
+
+    def info(self):
+        iparm = self.s.iparm  # 0-based: [17] factor entries, [18] MFLOP of the factorization
+        return {
+            "nnz_factor": int(iparm[17]),
+            "factor_bytes": int(iparm[17]) * self.A.dtype.itemsize,
+            "kind": {2: "llt", -2: "ldlt", 6: "ldlt", 11: "lu"}[self.mtype],
+            "ordering": {0: "mindegree", 2: "metis", 3: "metis (parallel)"}.get(
+                int(iparm[1]), f"iparm[2]={iparm[1]}"
+            ),
+            "solver_flops": float(iparm[18]) * 1e6,
+            "refinement_steps": int(iparm[6]),
+        }
+
+
+ADAPTERS = {
+    "pastixpy": PastixSolver,
+    "scipy": ScipySolver,
+    "cholmod": CholmodSolver,
+    "mumps": MumpsSolver,
+    "pardiso": PardisoSolver,
+}

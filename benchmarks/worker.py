@@ -1,0 +1,130 @@
+"""One timed run of one solver on one matrix, in a fresh process (started by run.py).
+
+Usage::
+
+    python benchmarks/worker.py '{"matrix": "A.npz", "solver": "pastixpy", "threads": 1,
+                                  "structure": "spd"}'
+
+Loads the matrix and right-hand sides, imports the solver, takes the resident
+set size as the baseline and resets the high-water mark (``/proc/self/clear_refs``),
+then times analysis, factorization and the solves with 1 and 16 right-hand
+sides under a BLAS thread limit, reads the peak, and prints one line
+``@@RESULT@@ {json}`` last on stdout.
+"""
+
+import json
+import sys
+import time
+import traceback
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from solvers import ADAPTERS
+from threadpoolctl import threadpool_info, threadpool_limits
+
+MARK = "@@RESULT@@"
+MiB = 2**20
+
+
+def memory():
+    """(VmRSS, VmHWM) of this process in bytes, or (None, None) off Linux."""
+    try:
+        with open("/proc/self/status") as fh:
+            d = dict(line.split(":", 1) for line in fh if line.startswith("Vm"))
+        return int(d["VmRSS"].split()[0]) * 1024, int(d["VmHWM"].split()[0]) * 1024
+    except (OSError, KeyError, ValueError):
+        return None, None
+
+
+def reset_peak():
+    """Reset VmHWM to the current RSS (Linux >= 4.0); False where that is not allowed."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def backward_error(A, X, B, norm_a):
+    """max over columns of ‖b − Ax‖∞ / (‖A‖∞ ‖x‖∞ + ‖b‖∞)."""
+    X2, B2 = X.reshape(B.shape[0], -1), B.reshape(B.shape[0], -1)
+    R = B2 - A @ X2
+    num = np.abs(R).max(axis=0)
+    den = norm_a * np.abs(X2).max(axis=0) + np.abs(B2).max(axis=0)
+    return float((num / den).max())
+
+
+def rhs(n, k, dtype, seed=0):
+    """Seeded standard normal right-hand sides (complex parts too for complex A)."""
+    rng = np.random.default_rng(seed)
+    B = rng.standard_normal((n, k))
+    if np.dtype(dtype).kind == "c":
+        B = B + 1j * rng.standard_normal((n, k))
+    return B.astype(dtype)
+
+
+def run(spec):
+    """Time one solver on one matrix; returns the result dict."""
+    A = sp.csc_array(sp.load_npz(spec["matrix"]))
+    n = A.shape[0]
+    b1 = rhs(n, 1, A.dtype, seed=1)[:, 0]
+    B16 = rhs(n, 16, A.dtype, seed=16)
+    norm_a = float(abs(A).sum(axis=1).max())
+    threads = int(spec["threads"])
+    solver = ADAPTERS[spec["solver"]](A, spec["structure"], threads)
+    rss0, _ = memory()
+    reset = reset_peak()
+    seconds = {}
+    with threadpool_limits(limits=threads), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for phase, call in (("analysis", solver.analyze), ("factor", solver.factor)):
+            t = time.perf_counter()
+            call()
+            seconds[phase] = time.perf_counter() - t
+        t = time.perf_counter()
+        x1 = solver.solve(b1)
+        seconds["solve1"] = time.perf_counter() - t
+        t = time.perf_counter()
+        X16 = solver.solve(B16)
+        seconds["solve16"] = time.perf_counter() - t
+        _, peak = memory()
+        blas = [
+            {k: d.get(k) for k in ("internal_api", "architecture", "version", "num_threads")}
+            for d in threadpool_info()
+            if d.get("user_api") == "blas"
+        ]
+    if hasattr(solver, "split"):
+        seconds = solver.split(seconds)
+    info = solver.info()
+    messages = sorted({str(w.message) for w in caught})
+    return {
+        "status": "ok",
+        "seconds": seconds,
+        "backward_error": max(
+            backward_error(A, np.asarray(x1), b1, norm_a),
+            backward_error(A, np.asarray(X16), B16, norm_a),
+        ),
+        "peak_bytes": None if rss0 is None or peak is None else peak - rss0,
+        "peak_reset": reset,
+        "baseline_bytes": rss0,
+        "blas": blas,
+        "warnings": messages[:3],
+        **info,
+    }
+
+
+def main():
+    spec = json.loads(sys.argv[1])
+    try:
+        result = run(spec)
+    except Exception as exc:  # reported in the table, not raised
+        tb = traceback.format_exc(limit=3)
+        result = {"status": "error", "error": f"{type(exc).__name__}: {exc}", "traceback": tb}
+    sys.stdout.flush()
+    print(MARK, json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()
