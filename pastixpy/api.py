@@ -278,6 +278,13 @@ class Factorization:
         dtype = np.promote_types(self.dtype, b2.dtype)
         if b2.shape[1] == 0:
             return np.empty(b2.shape, dtype=dtype)
+        with _blas_threads(self._options["threads"]):
+            x = self._solve_promoted(b2, trans)
+        self.stats["seconds"]["solve"] = time.perf_counter() - t0
+        x = x.astype(dtype, copy=False)
+        return x[:, 0] if vector else x
+
+    def _solve_promoted(self, b2, trans):
         if np.iscomplexobj(b2) and not np.iscomplexobj(np.empty(0, self.dtype)):
             # Real factors: the real and imaginary parts are two real systems.
             re = self._solve_refined(np.ascontiguousarray(b2.real, dtype=self.dtype), trans)
@@ -285,9 +292,7 @@ class Factorization:
             x = re + 1j * im
         else:
             x = self._solve_refined(b2.astype(self.dtype, copy=False), trans)
-        self.stats["seconds"]["solve"] = time.perf_counter() - t0
-        x = x.astype(dtype, copy=False)
-        return x[:, 0] if vector else x
+        return x
 
     __call__ = solve
 
