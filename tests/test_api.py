@@ -462,7 +462,7 @@ def test_logdet():
 )
 def test_logdet_refuses_non_positive_definite(builder):
     F = pastixpy.factorize(builder())
-    with pytest.raises(pastixpy.PastixError, match=r"logdet\(\) needs a symmetric/Hermitian positive"):
+    with pytest.raises(pastixpy.PastixError, match=r"logdet\(\) needs a symmetric/Hermitian"):
         F.logdet()
 
 

@@ -59,12 +59,21 @@ def test_non_square_file(capsys, tmp_path):
     assert "must be square" in capsys.readouterr().err
 
 
-def test_python_dash_m():
+def test_python_dash_m(tmp_path):
+    import os
+    from pathlib import Path
+
+    import pastixpy
+
+    # Run away from the source tree, on the package these tests import.
+    env = {**os.environ, "PYTHONPATH": str(Path(pastixpy.__file__).parents[1])}
     out = subprocess.run(
         [sys.executable, "-m", "pastixpy", "analyze", "--example", "elast3d:4", "--json"],
         capture_output=True,
         text=True,
         check=True,
+        cwd=tmp_path,
+        env=env,
     ).stdout
     assert json.loads(out)["n_ordered"] == 64
 
