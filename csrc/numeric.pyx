@@ -9,14 +9,22 @@
 import numpy as np
 
 cimport numpy as cnp
+from cpython.exc cimport PyErr_CheckSignals
+from cpython.ref cimport PyObject
+from cython.parallel cimport parallel, threadid
 from libc.math cimport fabs, sqrt
 from libc.stdint cimport int64_t
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport calloc, free, malloc
+from openmp cimport (omp_destroy_lock, omp_get_wtime, omp_init_lock, omp_lock_t, omp_set_lock,
+                     omp_test_lock, omp_unset_lock)
 from scipy.linalg.cython_blas cimport (cgemm, ctrsm, dgemm, dtrsm, sgemm, strsm, zgemm,
                                        ztrsm)
 from scipy.linalg.cython_lapack cimport cpotrf, dpotrf, spotrf, zpotrf
 
 cnp.import_array()
+
+cdef extern from "<sched.h>" nogil:
+    int sched_yield()
 
 ctypedef int64_t idx_t
 ctypedef float complex cfloat
@@ -525,7 +533,7 @@ def factorize_cblks(int kind, scalar[::1] L, scalar[::1] U,
                     idx_t[::1] lperm, signed char[::1] pivtype, scalar[::1] dsub,
                     signed char[::1] pert):
     """Factor cblks k0..k1-1 in place, in order, on one thread (right-looking: each cblk
-    updates the later ones it faces).
+    updates the later ones it faces). The reference for :func:`factorize_parallel`.
 
     Returns
     -------
@@ -568,6 +576,237 @@ def factorize_cblks(int kind, scalar[::1] L, scalar[::1] U,
     free(wbuf)
     free(tmp)
     return count, failed
+
+
+# ----------------------------------------------------------------------------- threads
+#
+# A dynamic scheduler over cblks. npend[f] counts the updates (off-diagonal bloks
+# of earlier cblks facing f) that f still waits for; a cblk with none left is
+# ready. A worker pops the lowest ready cblk, factors its panel, then for each
+# off-diagonal blok, nearest target first, computes the update into its own
+# buffer and subtracts it under the target's lock (or, when the target's lock
+# is free and its rows are contiguous, accumulates the gemm straight into it),
+# decrements the target's count and, at zero, makes the target ready. Only the
+# sum order of a panel's updates differs from the sequential run.
+
+cdef struct Scheduler:
+    omp_lock_t* locks  # one per cblk: its panel(s) and npend
+    idx_t* npend
+    omp_lock_t qlock  # guards everything below
+    idx_t* heap  # ready cblks, a min-heap on the index
+    idx_t nheap
+    idx_t active  # cblks popped and not finished
+    idx_t failcblk  # lowest cblk whose LLᵀ pivot failed; ncblk while none
+    idx_t failed  # its failing column
+    idx_t count  # perturbed pivots
+    int abort  # the progress callback raised (or Ctrl-C): stop
+    double* weight  # estimated flops per cblk, for progress
+    double done
+    double total
+
+
+cdef void heap_push(idx_t* heap, idx_t* n, idx_t x) noexcept nogil:
+    cdef idx_t i = n[0], p
+    n[0] += 1
+    while i > 0:
+        p = (i - 1) >> 1
+        if heap[p] <= x:
+            break
+        heap[i] = heap[p]
+        i = p
+    heap[i] = x
+
+
+cdef idx_t heap_pop(idx_t* heap, idx_t* n) noexcept nogil:
+    cdef idx_t top = heap[0], x, i = 0, c
+    n[0] -= 1
+    x = heap[n[0]]
+    while True:
+        c = 2 * i + 1
+        if c >= n[0]:
+            break
+        if c + 1 < n[0] and heap[c + 1] < heap[c]:
+            c += 1
+        if x <= heap[c]:
+            break
+        heap[i] = heap[c]
+        i = c
+    heap[i] = x
+    return top
+
+
+cdef void make_ready(Scheduler* S, idx_t f) noexcept nogil:
+    omp_set_lock(&S.qlock)
+    heap_push(S.heap, &S.nheap, f)
+    omp_unset_lock(&S.qlock)
+
+
+cdef void run_cblk(Scheduler* S, const Panels* P, idx_t k, scalar* work, scalar* wbuf,
+                   scalar* tmp, idx_t* count) noexcept nogil:
+    """Factor cblk k and apply its updates to the cblks it faces (one task)."""
+    cdef idx_t b, d, f, failed
+    cdef bint ready
+    failed = factor_panel(P, k, wbuf, tmp, count)
+    if failed >= 0:
+        # Cblks after k are skipped; those before it finish, so the lowest failing
+        # cblk, hence the reported column, is the sequential run's.
+        omp_set_lock(&S.qlock)
+        if k < S.failcblk:
+            S.failcblk = k
+            S.failed = failed
+        omp_unset_lock(&S.qlock)
+        return
+    for b in range(P.bloknum[k] + 1, P.bloknum[k + 1]):
+        if S.abort or S.failcblk < k:
+            return
+        f = P.fcblk[b]
+        d = update_offset(P, k, b)
+        if d >= 0 and omp_test_lock(&S.locks[f]):
+            update_direct(P, k, b, d, wbuf)
+        else:
+            update_products(P, k, b, wbuf, work)
+            omp_set_lock(&S.locks[f])
+            update_scatter(P, k, b, work)
+        S.npend[f] -= 1
+        ready = S.npend[f] == 0
+        omp_unset_lock(&S.locks[f])
+        if ready:
+            make_ready(S, f)
+
+
+cdef int report(PyObject* progress, PyObject* errors, double fraction) noexcept with gil:
+    """On the calling thread: let Python handle signals (Ctrl-C) and call ``progress``
+    (unless NULL). An exception is appended to the list ``errors``; returns -1 then."""
+    try:
+        PyErr_CheckSignals()
+        if progress != NULL:
+            (<object>progress)(fraction)
+    except BaseException as e:
+        (<list>errors).append(e)
+        return -1
+    return 0
+
+
+cdef void worker(Scheduler* S, const Panels* P, int tid, scalar* work, scalar* wbuf,
+                 scalar* tmp, PyObject* progress, PyObject* errors) noexcept nogil:
+    """Run tasks until none is left or can become ready. Thread 0 (the caller's) also
+    reports progress every 2% of the flops and checks for signals every 0.1 s."""
+    cdef idx_t k, count = 0
+    cdef bint skip, idle
+    cdef double frac, step = 0.02, last = omp_get_wtime(), now
+    while True:
+        omp_set_lock(&S.qlock)
+        if S.abort or (S.nheap == 0 and S.active == 0):
+            omp_unset_lock(&S.qlock)
+            break
+        idle = S.nheap == 0
+        if not idle:
+            k = heap_pop(S.heap, &S.nheap)
+            S.active += 1
+            skip = k > S.failcblk
+        omp_unset_lock(&S.qlock)
+        if not idle:
+            if not skip:
+                run_cblk(S, P, k, work, wbuf, tmp, &count)
+            omp_set_lock(&S.qlock)
+            S.active -= 1
+            S.done += S.weight[k]
+            omp_unset_lock(&S.qlock)
+        if tid == 0:
+            now = omp_get_wtime()
+            frac = S.done / S.total
+            if now - last >= 0.1 or (frac >= step and progress != NULL):
+                if report(progress, errors, frac) != 0:
+                    omp_set_lock(&S.qlock)
+                    S.abort = 1
+                    omp_unset_lock(&S.qlock)
+                last = now
+                while step <= frac:
+                    step += 0.02
+        if idle:
+            sched_yield()
+    omp_set_lock(&S.qlock)
+    S.count += count
+    omp_unset_lock(&S.qlock)
+
+
+def factorize_parallel(int kind, scalar[::1] L, scalar[::1] U,
+                       const idx_t[::1] fcol, const idx_t[::1] bloknum,
+                       const idx_t[::1] coefind, const idx_t[::1] stride,
+                       const idx_t[::1] frow, const idx_t[::1] lrow, const idx_t[::1] fcblk,
+                       const idx_t[::1] bcoef, double tol,
+                       idx_t[::1] lperm, signed char[::1] pivtype, scalar[::1] dsub,
+                       signed char[::1] pert, int nthreads, progress=None):
+    """Factor all cblks in place on ``nthreads`` OpenMP threads (GIL released).
+
+    Same arguments and results as :func:`factorize_cblks` over all cblks; the
+    factors agree with it to rounding (updates are summed in another order).
+    ``progress(fraction)`` is called from the calling thread every 2% of the
+    estimated flops. BLAS should be limited to one thread by the caller.
+    An exception raised by ``progress`` (or a KeyboardInterrupt) stops the
+    workers and is raised again here, the factors left incomplete.
+    """
+    cdef bint conj = (kind == LLT or kind == LDLH) and (scalar is cfloat or scalar is cdouble)
+    cdef Panels P = make_panels(kind, conj, tol, L, U, fcol, bloknum, coefind, stride, frow,
+                                lrow, fcblk, bcoef, lperm, pivtype, dsub, pert)
+    cdef idx_t ncblk = fcol.shape[0] - 1, k, b, per
+    cdef idx_t sizes[3]
+    cdef int tid, nt = max(1, nthreads)
+    cdef Scheduler S
+    cdef scalar* buffers
+    cdef scalar* mine
+    cdef list errors = []
+    cdef PyObject* callback = NULL if progress is None else <PyObject*>progress
+    cdef PyObject* errs = <PyObject*>errors
+    workspace_sizes(&P, 0, ncblk, sizes)
+    per = sizes[0] + sizes[1] + sizes[2]
+    buffers = <scalar*>malloc(nt * per * sizeof(scalar))
+    S.locks = <omp_lock_t*>malloc(max(ncblk, 1) * sizeof(omp_lock_t))
+    S.npend = <idx_t*>calloc(max(ncblk, 1), sizeof(idx_t))
+    S.heap = <idx_t*>malloc(max(ncblk, 1) * sizeof(idx_t))
+    S.weight = <double*>malloc(max(ncblk, 1) * sizeof(double))
+    if buffers == NULL or S.locks == NULL or S.npend == NULL or S.heap == NULL \
+            or S.weight == NULL:
+        free(buffers)
+        free(S.locks)
+        free(S.npend)
+        free(S.heap)
+        free(S.weight)
+        raise MemoryError("cannot allocate the factorization work buffers")
+    S.nheap = 0
+    S.active = 0
+    S.failcblk = ncblk
+    S.failed = -1
+    S.count = 0
+    S.abort = 0
+    S.done = 0
+    S.total = 0
+    for k in range(ncblk):
+        omp_init_lock(&S.locks[k])
+        for b in range(bloknum[k] + 1, bloknum[k + 1]):
+            S.npend[fcblk[b]] += 1
+        S.weight[k] = (<double>(fcol[k + 1] - fcol[k])) * stride[k] * stride[k]
+        S.total += S.weight[k]
+    for k in range(ncblk):
+        if S.npend[k] == 0:
+            heap_push(S.heap, &S.nheap, k)
+    omp_init_lock(&S.qlock)
+    with nogil, parallel(num_threads=nt):
+        tid = threadid()
+        mine = buffers + tid * per
+        worker(&S, &P, tid, mine, mine + sizes[0], mine + sizes[0] + sizes[1],
+               callback, errs)
+    omp_destroy_lock(&S.qlock)
+    for k in range(ncblk):
+        omp_destroy_lock(&S.locks[k])
+    free(buffers)
+    free(S.locks)
+    free(S.npend)
+    free(S.heap)
+    free(S.weight)
+    if errors:
+        raise errors[0]
+    return S.count, S.failed if S.failcblk < ncblk else -1
 
 
 # ----------------------------------------------------------------------------- solves
