@@ -8,6 +8,7 @@ solves, maps back, and refines.
 
 import time
 import warnings
+from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
@@ -71,8 +72,8 @@ class Factorization:
     analysis : Analysis
     stats : dict
         The analysis statistics plus ``seconds`` per phase, ``factor_entries``,
-        ``perturbed_pivots``, ``refinement_steps`` and ``backward_error`` of the
-        last solve.
+        ``perturbed_pivots``, ``threads`` (of the numeric factorization),
+        ``refinement_steps`` and ``backward_error`` of the last solve.
     """
 
     def __init__(self, C, kind, analysis, options):
@@ -136,6 +137,7 @@ class Factorization:
             self.kind,
             pivot_tol,
             self._options["progress"],
+            self._options["threads"],
         )
         t2 = time.perf_counter()
         self._C = C
@@ -151,6 +153,7 @@ class Factorization:
             factor_entries=int(factors.L.size + factors.U.size),
             factor_bytes=int(factors.L.nbytes + factors.U.nbytes),
             perturbed_pivots=int(perturbed.size),
+            threads=factors.threads,
             pivot_tol=float(pivot_tol),
             matching=prep.row_perm is not None,
             pairs=0 if prep.pairs is None else int(prep.pairs.shape[0]),
@@ -241,13 +244,14 @@ class Factorization:
         b2, vector = self._rhs(b)
         t0 = time.perf_counter()
         dtype = np.promote_types(self.dtype, b2.dtype)
-        if np.iscomplexobj(b2) and not np.iscomplexobj(np.empty(0, self.dtype)):
-            # Real factors: the real and imaginary parts are two real systems.
-            re = self._solve_refined(np.ascontiguousarray(b2.real, dtype=self.dtype), trans)
-            im = self._solve_refined(np.ascontiguousarray(b2.imag, dtype=self.dtype), trans)
-            x = re + 1j * im
-        else:
-            x = self._solve_refined(b2.astype(self.dtype, copy=False), trans)
+        with _blas_threads(self._options["threads"]):
+            if np.iscomplexobj(b2) and not np.iscomplexobj(np.empty(0, self.dtype)):
+                # Real factors: the real and imaginary parts are two real systems.
+                re = self._solve_refined(np.ascontiguousarray(b2.real, dtype=self.dtype), trans)
+                im = self._solve_refined(np.ascontiguousarray(b2.imag, dtype=self.dtype), trans)
+                x = re + 1j * im
+            else:
+                x = self._solve_refined(b2.astype(self.dtype, copy=False), trans)
         self.stats["seconds"]["solve"] = time.perf_counter() - t0
         x = x.astype(dtype, copy=False)
         return x[:, 0] if vector else x
@@ -545,8 +549,10 @@ def factorize(
     pivot_tol : float, optional
         Static pivoting threshold; default ``sqrt(eps) * ‖B‖∞`` of the scaled matrix.
     threads : int, optional
-        BLAS threads for this factorization and its solves (needs threadpoolctl);
-        default: leave the BLAS as configured.
+        Threads for the numeric factorization (each running single-threaded
+        BLAS; ``1`` factors on the calling thread alone) and BLAS threads for
+        its solves; default: all the cores this process may use for the
+        factorization, the BLAS left as configured.
     progress : callable, optional
         ``progress(fraction)`` is called as the factorization advances.
 
@@ -575,6 +581,10 @@ def factorize(
     kind, _ = parse_option(kind, KINDS, "kind")
     if pivot_tol is not None and not pivot_tol > 0:
         raise InvalidInputError(f"pivot_tol must be positive, got {pivot_tol!r}")
+    if threads is not None and (
+        isinstance(threads, bool) or not isinstance(threads, Integral) or threads < 1
+    ):
+        raise InvalidInputError(f"threads must be a positive integer, got {threads!r}")
     options = {
         "ordering": ordering,
         "refine": parse_option(refine, REFINE, "refine"),
