@@ -695,16 +695,19 @@ cdef void worker(Scheduler* S, const Panels* P, int tid, scalar* work, scalar* w
     cdef bint skip, idle
     cdef double frac, step = 0.02, last = omp_get_wtime(), now
     while True:
-        omp_set_lock(&S.qlock)
-        if S.abort or (S.nheap == 0 and S.active == 0):
-            omp_unset_lock(&S.qlock)
-            break
-        idle = S.nheap == 0
+        # Idle workers look before they lock, so that they leave the queue to the others.
+        idle = S.nheap == 0 and S.active > 0 and not S.abort
         if not idle:
-            k = heap_pop(S.heap, &S.nheap)
-            S.active += 1
-            skip = k > S.failcblk
-        omp_unset_lock(&S.qlock)
+            omp_set_lock(&S.qlock)
+            if S.abort or (S.nheap == 0 and S.active == 0):
+                omp_unset_lock(&S.qlock)
+                break
+            idle = S.nheap == 0
+            if not idle:
+                k = heap_pop(S.heap, &S.nheap)
+                S.active += 1
+                skip = k > S.failcblk
+            omp_unset_lock(&S.qlock)
         if not idle:
             if not skip:
                 run_cblk(S, P, k, work, wbuf, tmp, &count)
