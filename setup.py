@@ -22,13 +22,18 @@ SOURCES = {
     "pastixpy._matching": "ordering/matching.pyx",
 }
 
+#: Extensions whose kernels run on OpenMP threads.
+OPENMP = {"pastixpy._numeric"}
+
 extensions = [
     Extension(
         name,
         [src],
         include_dirs=[np.get_include()],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
-        extra_compile_args=["-O0", "-g"] if DEBUG else ["-O3"],
+        extra_compile_args=(["-O0", "-g"] if DEBUG else ["-O3"])
+        + (["-fopenmp"] if name in OPENMP else []),
+        extra_link_args=["-fopenmp"] if name in OPENMP else [],
     )
     for name, src in SOURCES.items()
     if Path(src).exists()

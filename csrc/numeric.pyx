@@ -9,14 +9,22 @@
 import numpy as np
 
 cimport numpy as cnp
+from cpython.exc cimport PyErr_CheckSignals
+from cpython.ref cimport PyObject
+from cython.parallel cimport parallel, threadid
 from libc.math cimport fabs, sqrt
 from libc.stdint cimport int64_t
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport calloc, free, malloc
+from openmp cimport (omp_destroy_lock, omp_get_wtime, omp_init_lock, omp_lock_t, omp_set_lock,
+                     omp_test_lock, omp_unset_lock)
 from scipy.linalg.cython_blas cimport (cgemm, ctrsm, dgemm, dtrsm, sgemm, strsm, zgemm,
                                        ztrsm)
 from scipy.linalg.cython_lapack cimport cpotrf, dpotrf, spotrf, zpotrf
 
 cnp.import_array()
+
+cdef extern from "<sched.h>" nogil:
+    int sched_yield()
 
 ctypedef int64_t idx_t
 ctypedef float complex cfloat
@@ -370,6 +378,191 @@ cdef void scatter_sub_transposed(scalar* c, int ldc, idx_t rowbase, int ncols, i
                 dst[j + i * sf] -= src[i + j * ldc]
 
 
+cdef struct Panels:
+    # The block structure (PanelLayout.block_args) and the factor arrays, as raw pointers.
+    int kind
+    bint conj  # transposes are conjugate (complex LLᴴ, LDLᴴ)
+    double tol  # static pivoting threshold
+    const idx_t* fcol
+    const idx_t* bloknum
+    const idx_t* coefind
+    const idx_t* stride
+    const idx_t* frow
+    const idx_t* lrow
+    const idx_t* fcblk
+    const idx_t* bcoef
+    void* L
+    void* U  # LU only, else NULL
+    void* dsub  # LDLᵀ only, else NULL
+    idx_t* lperm
+    signed char* pivtype
+    signed char* pert
+
+
+cdef Panels make_panels(int kind, bint conj, double tol, scalar[::1] L, scalar[::1] U,
+                        const idx_t[::1] fcol, const idx_t[::1] bloknum,
+                        const idx_t[::1] coefind, const idx_t[::1] stride,
+                        const idx_t[::1] frow, const idx_t[::1] lrow, const idx_t[::1] fcblk,
+                        const idx_t[::1] bcoef, idx_t[::1] lperm, signed char[::1] pivtype,
+                        scalar[::1] dsub, signed char[::1] pert):
+    cdef Panels P
+    P.kind = kind
+    P.conj = conj
+    P.tol = tol
+    P.fcol = &fcol[0]
+    P.bloknum = &bloknum[0]
+    P.coefind = &coefind[0] if coefind.shape[0] else NULL
+    P.stride = &stride[0] if stride.shape[0] else NULL
+    P.frow = &frow[0] if frow.shape[0] else NULL
+    P.lrow = &lrow[0] if lrow.shape[0] else NULL
+    P.fcblk = &fcblk[0] if fcblk.shape[0] else NULL
+    P.bcoef = &bcoef[0] if bcoef.shape[0] else NULL
+    P.L = &L[0] if L.shape[0] else NULL
+    P.U = &U[0] if U.shape[0] else NULL
+    P.dsub = &dsub[0] if dsub.shape[0] else NULL
+    P.lperm = &lperm[0] if lperm.shape[0] else NULL
+    P.pivtype = &pivtype[0] if pivtype.shape[0] else NULL
+    P.pert = &pert[0] if pert.shape[0] else NULL
+    return P
+
+
+cdef void workspace_sizes(const Panels* P, idx_t k0, idx_t k1, idx_t* sizes) noexcept nogil:
+    """Scalars needed by one worker for cblks k0..k1-1: update products (``sizes[0]``),
+    LDLᵀ's kept W = A21 L11⁻ᵀ (``sizes[1]``) and Bunch-Kaufman's scratch (``sizes[2]``)."""
+    cdef idx_t k, b, w, smax = 1, rowsmax = 1, wmax = 0
+    for k in range(k0, k1):
+        w = P.fcol[k + 1] - P.fcol[k]
+        wmax = max(wmax, w)
+        rowsmax = max(rowsmax, (P.stride[k] - w) * w)
+        for b in range(P.bloknum[k] + 1, P.bloknum[k + 1]):
+            smax = max(smax, (P.stride[k] - P.bcoef[b]) * (P.lrow[b] - P.frow[b] + 1))
+    # LU computes both of an update's products before scattering them.
+    sizes[0] = 2 * smax if P.kind == LU else smax
+    sizes[1] = rowsmax
+    sizes[2] = 2 * wmax + 2
+
+
+cdef idx_t factor_panel(const Panels* P, idx_t k, scalar* wbuf, scalar* tmp,
+                        idx_t* count) noexcept nogil:
+    """Factor cblk k's diagonal block, then solve its panel below it.
+
+    LDLᵀ leaves W = A21 L11⁻ᵀ in ``wbuf`` for the updates; LU records its row
+    interchanges in ``lperm`` (each cblk owns its segment: threads never share one).
+    Perturbed pivots are
+    added to ``count``. Returns the first column (pivot order) whose LLᵀ pivot is
+    not positive, else -1.
+    """
+    cdef scalar one = 1
+    cdef char tr = c'C' if P.conj else c'T'
+    cdef idx_t fc = P.fcol[k]
+    cdef int w = P.fcol[k + 1] - fc, m = P.stride[k], info, h, M
+    cdef scalar* base = <scalar*>P.L + P.coefind[k]
+    cdef scalar* ubase
+    cdef scalar* dsub = <scalar*>P.dsub
+    cdef int* ipiv
+    cdef idx_t e
+    if P.kind == LLT:
+        info = potrf(w, base, m)
+        if info > 0:
+            return fc + info - 1
+        trsm(c'R', c'L', tr, c'N', m - w, w, one, base, m, base + w, m)
+    elif P.kind == LU:
+        ubase = <scalar*>P.U + P.coefind[k]
+        ipiv = <int*>tmp  # Bunch-Kaufman's scratch, free for LU: 2w + 2 scalars >= w ints
+        count[0] += lu_local(w, w, base, m, P.tol, &P.pert[fc], ipiv)
+        # Rows interchanged in the block are interchanged in U's part of the panel
+        # (its columns) and recorded in lperm for the solves.
+        for h in range(w):
+            if ipiv[h] != h:
+                e = P.lperm[fc + h]
+                P.lperm[fc + h] = P.lperm[fc + ipiv[h]]
+                P.lperm[fc + ipiv[h]] = e
+                for M in range(m):
+                    swap(&ubase[M + h * m], &ubase[M + ipiv[h] * m])
+        trsm(c'R', c'U', c'N', c'N', m - w, w, one, base, m, base + w, m)
+        trsm(c'R', c'L', c'T', c'U', m - w, w, one, base, m, ubase + w, m)
+    else:
+        count[0] += ldlt_bunch_kaufman(w, m, base, P.conj, P.tol, &P.lperm[fc],
+                                       &P.pivtype[fc], &P.pert[fc], &dsub[fc], tmp)
+        if m > w:
+            # W = A21 L11⁻ᵀ is kept for the updates; the panel becomes L21 = W D⁻¹.
+            trsm(c'R', c'L', tr, c'U', m - w, w, one, base, m, base + w, m)
+            for h in range(w):
+                for M in range(m - w):
+                    wbuf[M + h * (m - w)] = base[w + M + h * m]
+            apply_dinv_right(w, m - w, base, m, base + w, m, P.conj, &P.pivtype[fc],
+                             &dsub[fc])
+    return -1
+
+
+cdef inline idx_t update_offset(const Panels* P, idx_t k, idx_t b) noexcept nogil:
+    """Where blok b's update can be accumulated straight into its facing panel, or -1."""
+    if P.kind == LU:
+        return -1
+    return direct_offset(k, b, P.fcblk[b], P.fcol, P.bloknum, P.coefind, P.stride, P.frow,
+                         P.lrow, P.bcoef)
+
+
+cdef void update_direct(const Panels* P, idx_t k, idx_t b, idx_t d,
+                        scalar* wbuf) noexcept nogil:
+    """Accumulate blok b's update of cblk k into the facing panel at offset ``d``
+    (its rows are contiguous there; not LU)."""
+    cdef scalar one = 1, mone = -1
+    cdef char tr = c'C' if P.conj else c'T'
+    cdef int w = P.fcol[k + 1] - P.fcol[k], m = P.stride[k]
+    cdef idx_t cb = P.bcoef[b]
+    cdef int h = P.lrow[b] - P.frow[b] + 1, M = m - cb
+    cdef scalar* base = <scalar*>P.L + P.coefind[k]
+    cdef scalar* L = <scalar*>P.L
+    if P.kind == LLT:
+        gemm(c'N', tr, M, h, w, mone, base + cb, m, base + cb, m, one, &L[d],
+             P.stride[P.fcblk[b]])
+    else:
+        gemm(c'N', tr, M, h, w, mone, wbuf + (cb - w), m - w, base + cb, m, one, &L[d],
+             P.stride[P.fcblk[b]])
+
+
+cdef void update_products(const Panels* P, idx_t k, idx_t b, scalar* wbuf,
+                          scalar* work) noexcept nogil:
+    """Blok b's update of cblk k into ``work``: the rows from b down times blok b's rows;
+    LU also the Uᵀ products of the rows below b, at ``work + M h``."""
+    cdef scalar one = 1, zero = 0
+    cdef char tr = c'C' if P.conj else c'T'
+    cdef int w = P.fcol[k + 1] - P.fcol[k], m = P.stride[k]
+    cdef idx_t cb = P.bcoef[b]
+    cdef int h = P.lrow[b] - P.frow[b] + 1, M = m - cb
+    cdef scalar* base = <scalar*>P.L + P.coefind[k]
+    cdef scalar* ubase
+    if P.kind == LLT:
+        gemm(c'N', tr, M, h, w, one, base + cb, m, base + cb, m, zero, work, M)
+    elif P.kind == LU:
+        ubase = <scalar*>P.U + P.coefind[k]
+        gemm(c'N', c'T', M, h, w, one, base + cb, m, ubase + cb, m, zero, work, M)
+        if M > h:
+            gemm(c'N', c'T', M - h, h, w, one, ubase + cb + h, m, base + cb, m, zero,
+                 work + M * h, M - h)
+    else:
+        gemm(c'N', tr, M, h, w, one, wbuf + (cb - w), m - w, base + cb, m, zero, work, M)
+
+
+cdef void update_scatter(const Panels* P, idx_t k, idx_t b, scalar* work) noexcept nogil:
+    """Subtract the products of :func:`update_products` from the panel(s) of the cblk
+    blok b faces."""
+    cdef idx_t f = P.fcblk[b], cb = P.bcoef[b], e
+    cdef int h = P.lrow[b] - P.frow[b] + 1, M = P.stride[k] - cb
+    scatter_sub(work, M, cb, h, k, b, b, f, <scalar*>P.L, P.fcol, P.bloknum, P.coefind,
+                P.stride, P.frow, P.lrow, P.bcoef)
+    if P.kind == LU and M > h:
+        # Later bloks facing f too land in f's diagonal block, above its diagonal.
+        e = b + 1
+        while e < P.bloknum[k + 1] and P.fcblk[e] == f:
+            e += 1
+        scatter_sub_transposed(work + M * h, M - h, cb + h, h, b + 1, e, b, f, <scalar*>P.L,
+                               P.fcol, P.coefind, P.stride, P.frow, P.lrow, P.bcoef)
+        scatter_sub(work + M * h, M - h, cb + h, h, k, e, b, f, <scalar*>P.U, P.fcol,
+                    P.bloknum, P.coefind, P.stride, P.frow, P.lrow, P.bcoef)
+
+
 def factorize_cblks(int kind, scalar[::1] L, scalar[::1] U,
                     const idx_t[::1] fcol, const idx_t[::1] bloknum, const idx_t[::1] coefind,
                     const idx_t[::1] stride, const idx_t[::1] frow, const idx_t[::1] lrow,
@@ -377,7 +570,8 @@ def factorize_cblks(int kind, scalar[::1] L, scalar[::1] U,
                     idx_t k0, idx_t k1, double tol,
                     idx_t[::1] lperm, signed char[::1] pivtype, scalar[::1] dsub,
                     signed char[::1] pert):
-    """Factor cblks k0..k1-1 in place (right-looking: each cblk updates the later ones it faces).
+    """Factor cblks k0..k1-1 in place, in order, on one thread (right-looking: each cblk
+    updates the later ones it faces). The reference for :func:`factorize_parallel`.
 
     Returns
     -------
@@ -387,118 +581,273 @@ def factorize_cblks(int kind, scalar[::1] L, scalar[::1] U,
         For ``KIND_LLT``, the first column (pivot order) whose pivot is not
         positive, else -1; the factorization stops there.
     """
-    cdef scalar one = 1, mone = -1, zero = 0
     cdef bint conj = (kind == LLT or kind == LDLH) and (scalar is cfloat or scalar is cdouble)
-    cdef char tr = c'C' if conj else c'T'
-    cdef idx_t k, b, e, f, cb, count = 0, failed = -1, wmax = 0, smax = 1, rowsmax = 1, fc, d
-    cdef int w, m, h, M, info
-    cdef scalar* base
-    cdef scalar* ubase = NULL
+    cdef Panels P = make_panels(kind, conj, tol, L, U, fcol, bloknum, coefind, stride, frow,
+                                lrow, fcblk, bcoef, lperm, pivtype, dsub, pert)
+    cdef idx_t k, b, d, count = 0, failed = -1
+    cdef idx_t sizes[3]
     cdef scalar* work
     cdef scalar* wbuf
     cdef scalar* tmp
-    cdef int* ipiv
-    for k in range(k0, k1):
-        w = fcol[k + 1] - fcol[k]
-        wmax = max(wmax, w)
-        rowsmax = max(rowsmax, (stride[k] - w) * w)
-        for b in range(bloknum[k] + 1, bloknum[k + 1]):
-            smax = max(smax, (stride[k] - bcoef[b]) * (lrow[b] - frow[b] + 1))
-    work = <scalar*>malloc(smax * sizeof(scalar))
-    wbuf = <scalar*>malloc(rowsmax * sizeof(scalar))
-    tmp = <scalar*>malloc((2 * wmax + 2) * sizeof(scalar))
-    ipiv = <int*>malloc((wmax + 1) * sizeof(int))
-    if work == NULL or wbuf == NULL or tmp == NULL or ipiv == NULL:
+    workspace_sizes(&P, k0, k1, sizes)
+    work = <scalar*>malloc(sizes[0] * sizeof(scalar))
+    wbuf = <scalar*>malloc(sizes[1] * sizeof(scalar))
+    tmp = <scalar*>malloc(sizes[2] * sizeof(scalar))
+    if work == NULL or wbuf == NULL or tmp == NULL:
         free(work)
         free(wbuf)
         free(tmp)
-        free(ipiv)
         raise MemoryError("cannot allocate the factorization work buffers")
     with nogil:
         for k in range(k0, k1):
-            fc = fcol[k]
-            w = fcol[k + 1] - fc
-            m = stride[k]
-            base = &L[coefind[k]]
-            if kind == LU:
-                ubase = &U[coefind[k]]
-            # 1. Diagonal block; 2. the panel below it.
-            if kind == LLT:
-                info = potrf(w, base, m)
-                if info > 0:
-                    failed = fc + info - 1
-                    break
-                trsm(c'R', c'L', tr, c'N', m - w, w, one, base, m, base + w, m)
-            elif kind == LU:
-                count += lu_local(w, w, base, m, tol, &pert[fc], ipiv)
-                # Rows interchanged in the block are interchanged in U's part of the
-                # panel (its columns) and recorded in lperm for the solves.
-                for h in range(w):
-                    if ipiv[h] != h:
-                        e = lperm[fc + h]
-                        lperm[fc + h] = lperm[fc + ipiv[h]]
-                        lperm[fc + ipiv[h]] = e
-                        for M in range(m):
-                            swap(&ubase[M + h * m], &ubase[M + ipiv[h] * m])
-                trsm(c'R', c'U', c'N', c'N', m - w, w, one, base, m, base + w, m)
-                trsm(c'R', c'L', c'T', c'U', m - w, w, one, base, m, ubase + w, m)
-            else:
-                count += ldlt_bunch_kaufman(w, m, base, conj, tol, &lperm[fc], &pivtype[fc],
-                                            &pert[fc], &dsub[fc], tmp)
-                if m > w:
-                    # W = A21 L11⁻ᵀ is kept for the updates; the panel becomes L21 = W D⁻¹.
-                    trsm(c'R', c'L', tr, c'U', m - w, w, one, base, m, base + w, m)
-                    for h in range(w):
-                        for M in range(m - w):
-                            wbuf[M + h * (m - w)] = base[w + M + h * m]
-                    apply_dinv_right(w, m - w, base, m, base + w, m, conj, &pivtype[fc],
-                                     &dsub[fc])
-            # 3. Updates of the cblks faced by each off-diagonal blok.
+            failed = factor_panel(&P, k, wbuf, tmp, &count)
+            if failed >= 0:
+                break
             for b in range(bloknum[k] + 1, bloknum[k + 1]):
-                f = fcblk[b]
-                cb = bcoef[b]
-                h = lrow[b] - frow[b] + 1
-                M = m - cb
-                d = direct_offset(k, b, f, &fcol[0], &bloknum[0], &coefind[0], &stride[0],
-                                  &frow[0], &lrow[0], &bcoef[0])
-                if d >= 0 and kind != LU:
-                    # The target rows are contiguous: accumulate straight into f's panel.
-                    if kind == LLT:
-                        gemm(c'N', tr, M, h, w, mone, base + cb, m, base + cb, m, one,
-                             &L[d], stride[f])
-                    else:
-                        gemm(c'N', tr, M, h, w, mone, wbuf + (cb - w), m - w, base + cb, m,
-                             one, &L[d], stride[f])
-                    continue
-                if kind == LLT:
-                    gemm(c'N', tr, M, h, w, one, base + cb, m, base + cb, m, zero,
-                         work, M)
-                elif kind == LU:
-                    gemm(c'N', c'T', M, h, w, one, base + cb, m, ubase + cb, m, zero,
-                         work, M)
+                d = update_offset(&P, k, b)
+                if d >= 0:
+                    update_direct(&P, k, b, d, wbuf)
                 else:
-                    gemm(c'N', tr, M, h, w, one, wbuf + (cb - w), m - w, base + cb, m,
-                         zero, work, M)
-                scatter_sub(work, M, cb, h, k, b, b, f, &L[0], &fcol[0], &bloknum[0],
-                            &coefind[0], &stride[0], &frow[0], &lrow[0], &bcoef[0])
-                if kind == LU and M > h:
-                    gemm(c'N', c'T', M - h, h, w, one, ubase + cb + h, m, base + cb, m,
-                         zero, work, M - h)
-                    # Later bloks facing f too land in f's diagonal block, above its diagonal.
-                    e = b + 1
-                    while e < bloknum[k + 1] and fcblk[e] == f:
-                        e += 1
-                    scatter_sub_transposed(work, M - h, cb + h, h, b + 1, e, b, f, &L[0],
-                                           &fcol[0], &coefind[0], &stride[0], &frow[0],
-                                           &lrow[0], &bcoef[0])
-                    scatter_sub(work, M - h, cb + h, h, k, e, b, f, &U[0], &fcol[0],
-                                &bloknum[0], &coefind[0], &stride[0], &frow[0], &lrow[0],
-                                &bcoef[0])
+                    update_products(&P, k, b, wbuf, work)
+                    update_scatter(&P, k, b, work)
     free(work)
     free(wbuf)
     free(tmp)
-    free(ipiv)
     return count, failed
+
+
+# ----------------------------------------------------------------------------- threads
+#
+# A dynamic scheduler over cblks. npend[f] counts the updates (off-diagonal bloks
+# of earlier cblks facing f) that f still waits for; a cblk with none left is
+# ready. A worker pops the lowest ready cblk, factors its panel, then for each
+# off-diagonal blok, nearest target first, computes the update into its own
+# buffer and subtracts it under the target's lock (or, when the target's lock
+# is free and its rows are contiguous, accumulates the gemm straight into it),
+# decrements the target's count and, at zero, makes the target ready. Only the
+# sum order of a panel's updates differs from the sequential run.
+
+cdef struct Scheduler:
+    omp_lock_t* locks  # one per cblk: its panel(s) and npend
+    idx_t* npend
+    omp_lock_t qlock  # guards everything below
+    idx_t* heap  # ready cblks, a min-heap on the index
+    idx_t nheap
+    idx_t active  # cblks popped and not finished
+    idx_t failcblk  # lowest cblk whose LLᵀ pivot failed; ncblk while none
+    idx_t failed  # its failing column
+    idx_t count  # perturbed pivots
+    int abort  # the progress callback raised (or Ctrl-C): stop
+    double* weight  # estimated flops per cblk, for progress
+    double done
+    double total
+
+
+cdef void heap_push(idx_t* heap, idx_t* n, idx_t x) noexcept nogil:
+    cdef idx_t i = n[0], p
+    n[0] += 1
+    while i > 0:
+        p = (i - 1) >> 1
+        if heap[p] <= x:
+            break
+        heap[i] = heap[p]
+        i = p
+    heap[i] = x
+
+
+cdef idx_t heap_pop(idx_t* heap, idx_t* n) noexcept nogil:
+    cdef idx_t top = heap[0], x, i = 0, c
+    n[0] -= 1
+    x = heap[n[0]]
+    while True:
+        c = 2 * i + 1
+        if c >= n[0]:
+            break
+        if c + 1 < n[0] and heap[c + 1] < heap[c]:
+            c += 1
+        if x <= heap[c]:
+            break
+        heap[i] = heap[c]
+        i = c
+    heap[i] = x
+    return top
+
+
+cdef void make_ready(Scheduler* S, idx_t f) noexcept nogil:
+    omp_set_lock(&S.qlock)
+    heap_push(S.heap, &S.nheap, f)
+    omp_unset_lock(&S.qlock)
+
+
+cdef void run_cblk(Scheduler* S, const Panels* P, idx_t k, scalar* work, scalar* wbuf,
+                   scalar* tmp, idx_t* count) noexcept nogil:
+    """Factor cblk k and apply its updates to the cblks it faces (one task)."""
+    cdef idx_t b, d, f, failed
+    cdef bint ready
+    failed = factor_panel(P, k, wbuf, tmp, count)
+    if failed >= 0:
+        # Cblks after k are skipped; those before it finish, so the lowest failing
+        # cblk, hence the reported column, is the sequential run's.
+        omp_set_lock(&S.qlock)
+        if k < S.failcblk:
+            S.failcblk = k
+            S.failed = failed
+        omp_unset_lock(&S.qlock)
+        return
+    for b in range(P.bloknum[k] + 1, P.bloknum[k + 1]):
+        if S.abort or S.failcblk < k:
+            return
+        f = P.fcblk[b]
+        d = update_offset(P, k, b)
+        if d >= 0 and omp_test_lock(&S.locks[f]):
+            update_direct(P, k, b, d, wbuf)
+        else:
+            update_products(P, k, b, wbuf, work)
+            omp_set_lock(&S.locks[f])
+            update_scatter(P, k, b, work)
+        S.npend[f] -= 1
+        ready = S.npend[f] == 0
+        omp_unset_lock(&S.locks[f])
+        if ready:
+            make_ready(S, f)
+
+
+cdef int report(PyObject* progress, PyObject* errors, double fraction) noexcept with gil:
+    """On the calling thread: let Python handle signals (Ctrl-C) and call ``progress``
+    (unless NULL). An exception is appended to the list ``errors``; returns -1 then."""
+    try:
+        PyErr_CheckSignals()
+        if progress != NULL:
+            (<object>progress)(fraction)
+    except BaseException as e:
+        (<list>errors).append(e)
+        return -1
+    return 0
+
+
+cdef void worker(Scheduler* S, const Panels* P, int tid, scalar* work, scalar* wbuf,
+                 scalar* tmp, PyObject* progress, PyObject* errors) noexcept nogil:
+    """Run tasks until none is left or can become ready. Thread 0 (the caller's) also
+    reports progress every 2% of the flops and checks for signals every 0.1 s."""
+    cdef idx_t k, count = 0
+    cdef bint skip, idle
+    cdef double frac, step = 0.02, last = omp_get_wtime(), now
+    while True:
+        # Idle workers look before they lock, so that they leave the queue to the others.
+        idle = S.nheap == 0 and S.active > 0 and not S.abort
+        if not idle:
+            omp_set_lock(&S.qlock)
+            if S.abort or (S.nheap == 0 and S.active == 0):
+                omp_unset_lock(&S.qlock)
+                break
+            idle = S.nheap == 0
+            if not idle:
+                k = heap_pop(S.heap, &S.nheap)
+                S.active += 1
+                skip = k > S.failcblk
+            omp_unset_lock(&S.qlock)
+        if not idle:
+            if not skip:
+                run_cblk(S, P, k, work, wbuf, tmp, &count)
+            omp_set_lock(&S.qlock)
+            S.active -= 1
+            S.done += S.weight[k]
+            omp_unset_lock(&S.qlock)
+        if tid == 0:
+            now = omp_get_wtime()
+            frac = S.done / S.total
+            if now - last >= 0.1 or (frac >= step and progress != NULL):
+                if report(progress, errors, frac) != 0:
+                    omp_set_lock(&S.qlock)
+                    S.abort = 1
+                    omp_unset_lock(&S.qlock)
+                last = now
+                while step <= frac:
+                    step += 0.02
+        if idle:
+            sched_yield()
+    omp_set_lock(&S.qlock)
+    S.count += count
+    omp_unset_lock(&S.qlock)
+
+
+def factorize_parallel(int kind, scalar[::1] L, scalar[::1] U,
+                       const idx_t[::1] fcol, const idx_t[::1] bloknum,
+                       const idx_t[::1] coefind, const idx_t[::1] stride,
+                       const idx_t[::1] frow, const idx_t[::1] lrow, const idx_t[::1] fcblk,
+                       const idx_t[::1] bcoef, double tol,
+                       idx_t[::1] lperm, signed char[::1] pivtype, scalar[::1] dsub,
+                       signed char[::1] pert, int nthreads, progress=None):
+    """Factor all cblks in place on ``nthreads`` OpenMP threads (GIL released).
+
+    Same arguments and results as :func:`factorize_cblks` over all cblks; the
+    factors agree with it to rounding (updates are summed in another order).
+    ``progress(fraction)`` is called from the calling thread every 2% of the
+    estimated flops. BLAS should be limited to one thread by the caller.
+    An exception raised by ``progress`` (or a KeyboardInterrupt) stops the
+    workers and is raised again here, the factors left incomplete.
+    """
+    cdef bint conj = (kind == LLT or kind == LDLH) and (scalar is cfloat or scalar is cdouble)
+    cdef Panels P = make_panels(kind, conj, tol, L, U, fcol, bloknum, coefind, stride, frow,
+                                lrow, fcblk, bcoef, lperm, pivtype, dsub, pert)
+    cdef idx_t ncblk = fcol.shape[0] - 1, k, b, per
+    cdef idx_t sizes[3]
+    cdef int tid, nt = max(1, nthreads)
+    cdef Scheduler S
+    cdef scalar* buffers
+    cdef scalar* mine
+    cdef list errors = []
+    cdef PyObject* callback = NULL if progress is None else <PyObject*>progress
+    cdef PyObject* errs = <PyObject*>errors
+    workspace_sizes(&P, 0, ncblk, sizes)
+    per = sizes[0] + sizes[1] + sizes[2]
+    buffers = <scalar*>malloc(nt * per * sizeof(scalar))
+    S.locks = <omp_lock_t*>malloc(max(ncblk, 1) * sizeof(omp_lock_t))
+    S.npend = <idx_t*>calloc(max(ncblk, 1), sizeof(idx_t))
+    S.heap = <idx_t*>malloc(max(ncblk, 1) * sizeof(idx_t))
+    S.weight = <double*>malloc(max(ncblk, 1) * sizeof(double))
+    if buffers == NULL or S.locks == NULL or S.npend == NULL or S.heap == NULL \
+            or S.weight == NULL:
+        free(buffers)
+        free(S.locks)
+        free(S.npend)
+        free(S.heap)
+        free(S.weight)
+        raise MemoryError("cannot allocate the factorization work buffers")
+    S.nheap = 0
+    S.active = 0
+    S.failcblk = ncblk
+    S.failed = -1
+    S.count = 0
+    S.abort = 0
+    S.done = 0
+    S.total = 0
+    for k in range(ncblk):
+        omp_init_lock(&S.locks[k])
+        for b in range(bloknum[k] + 1, bloknum[k + 1]):
+            S.npend[fcblk[b]] += 1
+        S.weight[k] = (<double>(fcol[k + 1] - fcol[k])) * stride[k] * stride[k]
+        S.total += S.weight[k]
+    for k in range(ncblk):
+        if S.npend[k] == 0:
+            heap_push(S.heap, &S.nheap, k)
+    omp_init_lock(&S.qlock)
+    with nogil, parallel(num_threads=nt):
+        tid = threadid()
+        mine = buffers + tid * per
+        worker(&S, &P, tid, mine, mine + sizes[0], mine + sizes[0] + sizes[1],
+               callback, errs)
+    omp_destroy_lock(&S.qlock)
+    for k in range(ncblk):
+        omp_destroy_lock(&S.locks[k])
+    free(buffers)
+    free(S.locks)
+    free(S.npend)
+    free(S.heap)
+    free(S.weight)
+    if errors:
+        raise errors[0]
+    return S.count, S.failed if S.failcblk < ncblk else -1
 
 
 # ----------------------------------------------------------------------------- solves

@@ -8,6 +8,7 @@ solves, maps back, and refines.
 
 import time
 import warnings
+from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
@@ -76,8 +77,8 @@ class Factorization:
     analysis : Analysis
     stats : dict
         The analysis statistics plus ``seconds`` per phase, ``factor_entries``,
-        ``perturbed_pivots``, ``refinement_steps`` and ``backward_error`` of the
-        last solve.
+        ``perturbed_pivots``, ``threads`` (of the numeric factorization),
+        ``refinement_steps`` and ``backward_error`` of the last solve.
     """
 
     def __init__(self, C, kind, analysis, options):
@@ -144,6 +145,7 @@ class Factorization:
             self.kind,
             pivot_tol,
             self._options["progress"],
+            self._options["threads"],
         )
         t2 = time.perf_counter()
         self._C = C
@@ -159,6 +161,7 @@ class Factorization:
             factor_entries=int(factors.L.size + factors.U.size),
             factor_bytes=int(factors.L.nbytes + factors.U.nbytes),
             perturbed_pivots=int(perturbed.size),
+            threads=factors.threads,
             pivot_tol=float(pivot_tol),
             matching=prep.row_perm is not None,
             pairs=0 if prep.pairs is None else int(prep.pairs.shape[0]),
@@ -597,8 +600,10 @@ def factorize(
     pivot_tol : float, optional
         Static pivoting threshold; default ``sqrt(eps) * ‖B‖∞`` of the scaled matrix.
     threads : int, optional
-        BLAS threads for this factorization and its solves (needs threadpoolctl);
-        default: leave the BLAS as configured.
+        Threads for the numeric factorization (each running single-threaded
+        BLAS; ``1`` factors on the calling thread alone) and BLAS threads for
+        its solves; default: all the cores this process may use for the
+        factorization, the BLAS left as configured.
     progress : callable, optional
         ``progress(fraction)`` is called as the factorization advances.
 
@@ -627,6 +632,10 @@ def factorize(
     kind, _ = parse_option(kind, KINDS, "kind")
     if pivot_tol is not None and not pivot_tol > 0:
         raise InvalidInputError(f"pivot_tol must be positive, got {pivot_tol!r}")
+    if threads is not None and (
+        isinstance(threads, bool) or not isinstance(threads, Integral) or threads < 1
+    ):
+        raise InvalidInputError(f"threads must be a positive integer, got {threads!r}")
     options = {
         "ordering": ordering,
         "refine": parse_option(refine, REFINE, "refine"),

@@ -68,7 +68,12 @@ def _parser():
     _add_source(s)
     s.add_argument("--rhs", metavar="B.mtx", help="right-hand side(s), Matrix Market")
     s.add_argument("-o", "--output", metavar="X.mtx", help="write the solution (Matrix Market)")
-    s.add_argument("--threads", type=int, metavar="N", help="BLAS threads (default: as configured)")
+    s.add_argument(
+        "--threads",
+        type=int,
+        metavar="N",
+        help="factorization threads, and BLAS threads of the solve (default: all cores)",
+    )
     s.add_argument(
         "--refine",
         choices=["auto", "ir", "gmres", "cg", "none"],
@@ -114,6 +119,7 @@ def format_solve(stats):
             f"{stats['factor_entries']:,}  ({stats['factor_bytes'] / 2**20:,.1f} MiB)",
         ),
         ("perturbed pivots", f"{stats['perturbed_pivots']}"),
+        ("threads", f"{stats['threads']}"),
         ("refinement steps", f"{stats['refinement_steps']}"),
         ("backward error", f"{stats['backward_error']:.2e}"),
     ]

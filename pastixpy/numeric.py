@@ -4,15 +4,30 @@ Works in pivot order on an already preprocessed matrix B (scaled, rows
 matched); :mod:`pastixpy.api` maps user vectors to and from that space.
 """
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from . import _numeric
 from .errors import NotPositiveDefiniteError
 
 #: Factorization kinds the kernels know.
 KIND_CODES = _numeric.KIND_CODES
+
+#: GNU OpenMP's thread pool does not survive fork(): in the child of a process that
+#: ran the threaded factorization, another OpenMP region would hang, so it factors
+#: on one thread.
+_openmp = {"used": False, "forked": False}
+
+
+def _after_fork_in_child():
+    _openmp["forked"] = _openmp["forked"] or _openmp["used"]
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 @dataclass(frozen=True)
@@ -157,6 +172,8 @@ class Factors:
         LDLᵀ only: D's off-diagonal entry of the 2x2 pivot starting at each column.
     perturbed : ndarray of bool
         Pivots replaced by static pivoting, in pivot order.
+    threads : int
+        Threads the factorization ran on.
     """
 
     kind: str
@@ -167,6 +184,7 @@ class Factors:
     pivtype: np.ndarray
     dsub: np.ndarray
     perturbed: np.ndarray
+    threads: int = 1
 
     @property
     def conj(self):
@@ -217,7 +235,7 @@ class Factors:
         return _numeric.diagonal_entries(self.L, lay.fcol, lay.coefind[:-1], lay.stride)
 
 
-def factorize_numeric(B, analysis, layout, amap, kind, pivot_tol, progress=None):
+def factorize_numeric(B, analysis, layout, amap, kind, pivot_tol, progress=None, threads=None):
     """Assemble B into panels and factor them.
 
     Parameters
@@ -230,7 +248,13 @@ def factorize_numeric(B, analysis, layout, amap, kind, pivot_tol, progress=None)
     pivot_tol : float
         Static pivoting threshold: pivots smaller in magnitude are replaced.
     progress : callable, optional
-        Called as ``progress(done_flops_fraction)`` between chunks of cblks.
+        Called as ``progress(done_fraction)`` as the factorization advances.
+    threads : int, optional
+        Threads factoring cblks concurrently (BLAS then runs single-threaded in
+        each); default: the cores this process may run on. ``1`` factors the
+        cblks in order on the calling thread, the reference the threaded run
+        agrees with to rounding (and what a process forked from one that ran
+        threads gets: GNU OpenMP does not survive fork).
 
     Returns
     -------
@@ -239,7 +263,8 @@ def factorize_numeric(B, analysis, layout, amap, kind, pivot_tol, progress=None)
     Raises
     ------
     NotPositiveDefiniteError
-        ``kind="llt"`` met a pivot that is not positive (column in B's numbering).
+        ``kind="llt"`` met a pivot that is not positive (column in B's numbering):
+        the first failing column in pivot order, whatever the number of threads.
     """
     n = B.shape[0]
     L = np.zeros(layout.size, dtype=B.dtype)
@@ -254,22 +279,56 @@ def factorize_numeric(B, analysis, layout, amap, kind, pivot_tol, progress=None)
     dsub = np.zeros(n if symmetric_pivots else 0, dtype=B.dtype)
     pert = np.zeros(n, dtype=np.int8)
     code = KIND_CODES[kind]
-    for k0, k1 in _chunks(layout):
-        _, failed = _numeric.factorize_cblks(
-            code, L, U, *layout.block_args, k0, k1, pivot_tol, lperm, pivtype, dsub, pert
-        )
-        if failed >= 0:
-            column = int(analysis.perm[failed])
-            raise NotPositiveDefiniteError(
-                f"the matrix is not positive definite: the pivot of column {column} is not "
-                "positive; use kind='ldlt' (or kind='auto') for symmetric indefinite matrices",
-                column=column,
+    threads = available_cores() if threads is None else int(threads)
+    if layout.fcol.size <= 2 or _openmp["forked"]:
+        threads = 1
+    if threads > 1:
+        _openmp["used"] = True
+        with threadpool_limits(limits=1, user_api="blas"):
+            _, failed = _numeric.factorize_parallel(
+                code,
+                L,
+                U,
+                *layout.block_args,
+                pivot_tol,
+                lperm,
+                pivtype,
+                dsub,
+                pert,
+                threads,
+                progress,
             )
+        _check_failed(failed, analysis)
         if progress is not None:
-            progress(k1 / (layout.fcol.size - 1))
+            progress(1.0)
+    else:
+        for k0, k1 in _chunks(layout):
+            _, failed = _numeric.factorize_cblks(
+                code, L, U, *layout.block_args, k0, k1, pivot_tol, lperm, pivtype, dsub, pert
+            )
+            _check_failed(failed, analysis)
+            if progress is not None:
+                progress(k1 / (layout.fcol.size - 1))
     for a in (L, U, lperm, pivtype, dsub):
         a.setflags(write=False)
-    return Factors(kind, layout, L, U, lperm, pivtype, dsub, pert.astype(bool))
+    return Factors(kind, layout, L, U, lperm, pivtype, dsub, pert.astype(bool), threads)
+
+
+def available_cores():
+    """Cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
+def _check_failed(failed, analysis):
+    if failed >= 0:
+        column = int(analysis.perm[failed])
+        raise NotPositiveDefiniteError(
+            f"the matrix is not positive definite: the pivot of column {column} is not "
+            "positive; use kind='ldlt' (or kind='auto') for symmetric indefinite matrices",
+            column=column,
+        )
 
 
 def _chunks(layout, parts=50):

@@ -1,0 +1,234 @@
+"""Threaded numeric factorization: the same results as one thread, to rounding, for every kind."""
+
+import _thread
+import multiprocessing
+import os
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import pastixpy
+from pastixpy.errors import InvalidInputError, NotPositiveDefiniteError
+from pastixpy.gallery import convection_diffusion3d, laplacian, saddle_point
+
+REAL = (np.float32, np.float64)
+COMPLEX = (np.complex64, np.complex128)
+
+
+def _signed_diagonal(shape, seed, hermitian=False):
+    """Symmetric (Hermitian) indefinite and well conditioned: the Laplacian's
+    off-diagonal part, ±8 on the diagonal, and a small skew imaginary part."""
+    rng = np.random.default_rng(seed)
+    L = laplacian(shape)
+    n = L.shape[0]
+    A = L - sp.diags_array(L.diagonal()) + sp.diags_array(rng.choice([-8.0, 8.0], n))
+    if hermitian:
+        T = sp.triu(A, k=1).tocoo()
+        S = sp.coo_array((rng.uniform(-0.5, 0.5, T.nnz), (T.row, T.col)), shape=(n, n))
+        A = A + 1j * (S - S.T)
+    return sp.csc_array(A)
+
+
+def _hermitian_pd(shape, seed):
+    """Hermitian positive definite: the Laplacian plus a small skew imaginary part."""
+    rng = np.random.default_rng(seed)
+    L = laplacian(shape)
+    T = sp.triu(L, k=1).tocoo()
+    S = sp.coo_array((rng.uniform(-0.3, 0.3, T.nnz), (T.row, T.col)), shape=L.shape)
+    return sp.csc_array(L + 1j * (S - S.T))
+
+
+#: (name, matrix maker, kind, dtypes); all have condition numbers of about 100 or less.
+CASES = [
+    ("laplacian", lambda: laplacian((12, 12, 12)), "llt", REAL),
+    ("hermitian_pd", lambda: _hermitian_pd((12, 12, 12), 1), "llt", COMPLEX),
+    ("saddle_point", lambda: saddle_point((7, 7, 7)), "ldlt", REAL),
+    ("saddle_point_complex", lambda: saddle_point((7, 7, 7)) * (1 + 0.5j), "ldlt", COMPLEX),
+    ("indefinite", lambda: _signed_diagonal((12, 12, 12), 2), "ldlt", REAL),
+    ("hermitian_indefinite", lambda: _signed_diagonal((12, 12, 12), 3, True), "ldlh", COMPLEX),
+    ("convection_diffusion", lambda: convection_diffusion3d(12), "lu", REAL),
+    ("convection_complex", lambda: convection_diffusion3d(12) * (1 - 0.5j), "lu", COMPLEX),
+]
+
+PARAMS = [
+    pytest.param(make, kind, dtype, id=f"{name}-{kind}-{np.dtype(dtype).name}")
+    for name, make, kind, dtypes in CASES
+    for dtype in dtypes
+]
+
+
+def _solve(A, kind, threads, **options):
+    F = pastixpy.factorize(A, kind=kind, threads=threads, refine="none", **options)
+    b = A @ np.linspace(1.0, 2.0, A.shape[0]).astype(A.dtype)
+    return F, F.solve(b)
+
+
+def _assert_close(x, ref, dtype, factor=1e3):
+    eps = np.finfo(dtype).eps
+    assert np.abs(x - ref).max() <= factor * eps * np.abs(ref).max()
+
+
+@pytest.mark.parametrize(("make", "kind", "dtype"), PARAMS)
+def test_two_threads_match_one(make, kind, dtype):
+    A = sp.csc_array(make()).astype(dtype)
+    # Each run analyses A itself, so that LDLᵀ pairs its weak diagonals (2x2 pivots).
+    F1, x1 = _solve(A, kind, 1)
+    F2, x2 = _solve(A, kind, 2)
+    assert np.array_equal(F1.perm, F2.perm)
+    assert F1.kind == F2.kind == kind
+    assert F2.stats["perturbed_pivots"] == F1.stats["perturbed_pivots"]
+    _assert_close(x2, x1, dtype)
+    # And both solve the system (the comparison is not between two wrong answers).
+    b = A @ np.linspace(1.0, 2.0, A.shape[0]).astype(dtype)
+    assert np.abs(A @ x2 - b).max() <= 1e3 * np.finfo(dtype).eps * np.abs(b).max()
+
+
+def _graph_laplacians():
+    """Three disconnected Neumann (graph) Laplacians: singular, three tiny pivots."""
+    blocks = []
+    for shape in ((6, 7, 5), (8, 8), (5, 5, 5)):
+        L = laplacian(shape)
+        blocks.append(L - sp.diags_array(np.asarray(L.sum(axis=1)).ravel()))
+    return sp.csc_array(sp.block_diag(blocks))
+
+
+@pytest.mark.parametrize("kind", ["ldlt", "lu"])
+def test_perturbed_pivots_are_the_same(kind):
+    A = _graph_laplacians()
+    counts, columns = set(), set()
+    for threads in (1, 2, 2, 3):
+        F = pastixpy.factorize(A, kind=kind, threads=threads, matching="off")
+        counts.add(F.stats["perturbed_pivots"])
+        columns.add(tuple(sorted(F._perturbed_columns)))
+    assert counts == {3} and len(columns) == 1
+
+
+def _spd_with_negative_diagonal(seed, bad=12):
+    """The 3D Laplacian with a few diagonal entries made negative, far apart: several
+    independent subtrees fail, and LLᵀ must report the first in pivot order."""
+    A = laplacian((12, 12, 12)).tolil()
+    rows = np.random.default_rng(seed).choice(A.shape[0], bad, replace=False)
+    A[rows, rows] = -1.0
+    return sp.csc_array(A)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_not_positive_definite_column_is_the_same(seed):
+    A = _spd_with_negative_diagonal(seed)
+    an = pastixpy.analyze(A)
+    with pytest.raises(NotPositiveDefiniteError) as one:
+        pastixpy.factorize(A, kind="llt", analysis=an, threads=1)
+    for _ in range(5):
+        with pytest.raises(NotPositiveDefiniteError, match="not positive definite") as two:
+            pastixpy.factorize(A, kind="llt", analysis=an, threads=2)
+        assert two.value.column == one.value.column
+
+
+def test_auto_kind_falls_back_to_ldlt_with_threads():
+    A = _spd_with_negative_diagonal(0)
+    F = pastixpy.factorize(A, threads=2)
+    assert F.kind == "ldlt"
+    b = np.ones(A.shape[0])
+    assert np.abs(A @ F.solve(b) - b).max() <= 1e-10
+
+
+@pytest.mark.parametrize("kind", ["llt", "ldlt", "lu"])
+def test_repeated_threaded_factorizations_agree(kind):
+    """Races would show as runs that disagree, crash or hang."""
+    A = laplacian((9, 8, 7)) if kind != "lu" else convection_diffusion3d(8)
+    if kind == "ldlt":
+        A = saddle_point((5, 5, 5))
+    _, ref = _solve(A, kind, 1)
+    for _ in range(20):
+        _, x = _solve(A, kind, 2)
+        _assert_close(x, ref, np.float64)
+
+
+def test_more_threads_than_cores_and_tiny_matrices():
+    for n in (1, 2, 3, 30):
+        A = laplacian((n,))
+        F = pastixpy.factorize(A, threads=8)
+        assert np.allclose(A @ F.solve(np.ones(n)), 1.0)
+    A = laplacian((10, 10, 10))
+    _, ref = _solve(A, "llt", 1)
+    _, x = _solve(A, "llt", 5)
+    _assert_close(x, ref, np.float64)
+
+
+def test_default_threads_use_all_cores():
+    A = laplacian((10, 10, 10))
+    F1, ref = _solve(A, "llt", 1)
+    F, x = _solve(A, "llt", None)
+    _assert_close(x, ref, np.float64)
+    assert F1.stats["threads"] == 1
+    assert F.stats["threads"] == pastixpy.numeric.available_cores()
+
+
+@pytest.mark.parametrize("threads", [0, -1, 1.5, "2", True])
+def test_bad_threads(threads):
+    with pytest.raises(InvalidInputError, match="threads must be a positive integer"):
+        pastixpy.factorize(laplacian((4, 4)), threads=threads)
+
+
+def test_progress_is_reported_from_the_threaded_run():
+    seen = []
+    pastixpy.factorize(laplacian((16, 16, 16)), threads=2, progress=seen.append)
+    assert len(seen) >= 2 and seen[-1] == 1.0
+    assert all(0 <= a <= b <= 1 for a, b in zip(seen, seen[1:], strict=False))
+
+
+def test_progress_exception_stops_the_workers():
+    class Stop(Exception):
+        pass
+
+    def progress(fraction):
+        if fraction < 1:
+            raise Stop
+
+    A = laplacian((16, 16, 16))
+    with pytest.raises(Stop):
+        pastixpy.factorize(A, threads=2, progress=progress)
+    # Nothing is left behind: the next factorization runs normally.
+    F = pastixpy.factorize(A, threads=2)
+    b = np.ones(A.shape[0])
+    assert np.abs(A @ F.solve(b) - b).max() <= 1e-10
+
+
+def test_ctrl_c_stops_the_workers():
+    seen = []
+
+    def progress(fraction):
+        seen.append(fraction)
+        if len(seen) == 1:
+            _thread.interrupt_main()  # as Ctrl-C would, in the middle of the factorization
+
+    A = laplacian((16, 16, 16))
+    with pytest.raises(KeyboardInterrupt):
+        pastixpy.factorize(A, threads=2, progress=progress)
+    assert seen[0] < 1 and 1.0 not in seen
+    F = pastixpy.factorize(A, threads=2)
+    b = np.ones(A.shape[0])
+    assert np.abs(A @ F.solve(b) - b).max() <= 1e-10
+
+
+def _factor_in_child(queue):
+    A = laplacian((12, 12, 12))
+    F = pastixpy.factorize(A, threads=2)
+    queue.put((F.stats["threads"], float(np.abs(A @ F.solve(np.ones(A.shape[0])) - 1).max())))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork() here")
+def test_a_forked_child_can_factorize():
+    """GNU OpenMP hangs in a forked child once the parent ran threads; the child must not."""
+    pastixpy.factorize(laplacian((12, 12, 12)), threads=2)
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_factor_in_child, args=(queue,))
+    child.start()
+    child.join(60)
+    if child.is_alive():
+        child.kill()
+        pytest.fail("the forked child hung in the factorization")
+    threads, error = queue.get(timeout=5)
+    assert child.exitcode == 0 and threads == 1 and error <= 1e-10
