@@ -23,7 +23,7 @@ from .errors import (
     SingularMatrixError,
 )
 from .matrix import canonical_csc, matrix_symmetry
-from .numeric import AssemblyMap, PanelLayout, factorize_numeric
+from .numeric import AssemblyMap, PanelLayout, blas_threads, factorize_numeric
 from .options import parse_option
 from .preprocess import check_structural_rank, preprocess
 from .refine import backward_error, refine
@@ -281,7 +281,7 @@ class Factorization:
         dtype = np.promote_types(self.dtype, b2.dtype)
         if b2.shape[1] == 0:
             return np.empty(b2.shape, dtype=dtype)
-        with _blas_threads(self._options["threads"]):
+        with blas_threads(self._options["threads"]):
             x = self._solve_promoted(b2, trans)
         self.stats["seconds"]["solve"] = time.perf_counter() - t0
         x = x.astype(dtype, copy=False)
@@ -654,7 +654,7 @@ def factorize(
     _check_kind(kind, symmetry, complex_, "factorize")
     check_structural_rank(C)
     t1 = time.perf_counter()
-    with _blas_threads(threads):
+    with blas_threads(threads):
         F = Factorization(C, kind, analysis, options)
     F.stats["seconds"] = {"check": t1 - t0, **F.stats["seconds"]}
     return F
@@ -672,25 +672,6 @@ def _same_pattern(analysis, B):
         return False
     xadj, adjncy = symmetric_pattern(B)
     return np.array_equal(xadj, analysis.xadj) and np.array_equal(adjncy, analysis.adjncy)
-
-
-class _blas_threads:
-    """Limit BLAS threads inside a ``with`` block when asked (needs threadpoolctl)."""
-
-    def __init__(self, threads):
-        self.threads = threads
-        self.ctl = None
-
-    def __enter__(self):
-        if self.threads is not None:
-            from threadpoolctl import threadpool_limits
-
-            self.ctl = threadpool_limits(limits=int(self.threads), user_api="blas")
-        return self
-
-    def __exit__(self, *exc):
-        if self.ctl is not None:
-            self.ctl.unregister()
 
 
 def spsolve(A, b, **options):

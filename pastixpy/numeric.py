@@ -5,10 +5,11 @@ matched); :mod:`pastixpy.api` maps user vectors to and from that space.
 """
 
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from . import _numeric
 from .errors import NotPositiveDefiniteError
@@ -235,6 +236,28 @@ class Factors:
         return _numeric.diagonal_entries(self.L, lay.fcol, lay.coefind[:-1], lay.stride)
 
 
+#: Below this many flops, starting threads costs more than they save.
+PARALLEL_MIN_FLOPS = 1e8
+
+_blas_controller = []
+
+
+@contextmanager
+def blas_threads(limit):
+    """Limit the BLAS to ``limit`` threads inside a ``with`` block (None: leave it).
+
+    One threadpoolctl controller serves the process: building one scans the
+    loaded libraries, milliseconds that small solves would pay each time.
+    """
+    if limit is None:
+        yield
+        return
+    if not _blas_controller:
+        _blas_controller.append(ThreadpoolController())
+    with _blas_controller[0].limit(limits=int(limit), user_api="blas"):
+        yield
+
+
 def factorize_numeric(B, analysis, layout, amap, kind, pivot_tol, progress=None, threads=None):
     """Assemble B into panels and factor them.
 
@@ -279,12 +302,16 @@ def factorize_numeric(B, analysis, layout, amap, kind, pivot_tol, progress=None,
     dsub = np.zeros(n if symmetric_pivots else 0, dtype=B.dtype)
     pert = np.zeros(n, dtype=np.int8)
     code = KIND_CODES[kind]
-    threads = available_cores() if threads is None else int(threads)
+    if threads is None:
+        # By default, small factorizations stay on one thread: starting more costs more.
+        small = analysis.stats["flops"] < PARALLEL_MIN_FLOPS
+        threads = 1 if small else available_cores()
+    threads = int(threads)
     if layout.fcol.size <= 2 or _openmp["forked"]:
         threads = 1
     if threads > 1:
         _openmp["used"] = True
-        with threadpool_limits(limits=1, user_api="blas"):
+        with blas_threads(1):
             _, failed = _numeric.factorize_parallel(
                 code,
                 L,

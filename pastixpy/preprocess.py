@@ -42,6 +42,8 @@ class Preprocessing:
         Stored zeros are kept (sparse products would drop them): the numeric
         phase addresses B's entries by their position in A's pattern.
         """
+        if not self.scaled and A.indices.dtype == np.int64 and A.indptr.dtype == np.int64:
+            return A  # nothing to do (LLᵀ): no copy
         indices = A.indices.astype(np.int64)
         if self.row_perm is not None:
             new_row = np.empty(A.shape[0], dtype=np.int64)
@@ -62,6 +64,10 @@ def check_structural_rank(A):
 
     The message names columns that cannot be matched to a row (original numbering).
     """
+    rows = A.indices
+    cols = np.repeat(np.arange(A.shape[1]), np.diff(A.indptr))
+    if np.unique(rows[rows == cols]).size == A.shape[0]:
+        return  # a stored diagonal is already a perfect matching
     match = maximum_bipartite_matching(sp.csr_array(A), perm_type="row")
     unmatched = np.flatnonzero(match < 0)
     if unmatched.size:

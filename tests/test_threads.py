@@ -157,7 +157,7 @@ def test_more_threads_than_cores_and_tiny_matrices():
 
 
 def test_default_threads_use_all_cores():
-    A = laplacian((10, 10, 10))
+    A = laplacian((24, 24, 24))  # above PARALLEL_MIN_FLOPS
     F1, ref = _solve(A, "llt", 1)
     F, x = _solve(A, "llt", None)
     _assert_close(x, ref, np.float64)
