@@ -83,16 +83,9 @@ class PanelLayout:
 
     @property
     def solve_args(self):
-        """The structure arrays in the order the solve kernels take them."""
-        return (
-            self.fcol,
-            self.bloknum,
-            self.coefind[:-1],
-            self.stride,
-            self.frow,
-            self.lrow,
-            self.bcoef,
-        )
+        """The structure arrays in the order the solve kernels take them (no ``fcblk``)."""
+        *head, _fcblk, bcoef = self.block_args
+        return (*head, bcoef)
 
     def position(self, rows, cols):
         """Flat index of entries (row, col), pivot order, with row >= col's cblk's first column.
@@ -166,7 +159,8 @@ class Factors:
     L, U : ndarray
         Flat panel arrays; ``U`` holds Uᵀ's panels for LU and is empty otherwise.
     lperm : ndarray of int64
-        LDLᵀ only: pivot order after Bunch-Kaufman interchanges inside diagonal blocks.
+        LDLᵀ and LU: pivot order after the interchanges inside diagonal blocks
+        (Bunch-Kaufman's symmetric ones, LU's row interchanges); empty for LLᵀ.
     pivtype : ndarray of int8
         LDLᵀ only: 1 for a 1x1 pivot, 2 and 0 for the columns of a 2x2 pivot.
     dsub : ndarray
