@@ -95,19 +95,11 @@ cdef void _costs(i64 n, const i64* ap, const i64* ai, const double* mag, bint us
                 if fabs(log(mag[k])) > lbig:
                     lbig = fabs(log(mag[k]))
             else:
-                cost[k] = INFINITY
-    if not use_zeros:
-        return
+                cost[k] = lmax  # completed below, once Z is known
     zcost = 2.0 * (n + 1.0) * (lbig + 1.0)
-    for j in range(n):
-        cmax = 0.0
-        for k in range(ap[j], ap[j + 1]):
-            if mag[k] > cmax:
-                cmax = mag[k]
-        lmax = log(cmax) if cmax > 0.0 else 0.0
-        for k in range(ap[j], ap[j + 1]):
-            if cost[k] == INFINITY:
-                cost[k] = lmax + zcost
+    for k in range(ap[n]):
+        if not mag[k] > 0.0:
+            cost[k] = cost[k] + zcost if use_zeros else INFINITY
 
 
 cdef i64 _initial_matching(i64 n, const i64* ap, const i64* ai, const double* cost,

@@ -90,15 +90,16 @@ class Factorization:
 
     # ------------------------------------------------------------------ numeric phase
 
-    def _setup(self, C, kind, analysis):
-        """Preprocess, analyse (unless given an analysis) and factor C as ``kind``."""
+    def _setup(self, C, kind, analysis, prep=None):
+        """Preprocess (unless given ``prep``), analyse (unless given an analysis), factor C."""
         t0 = time.perf_counter()
         given = analysis is not None
         # A given analysis fixes the pattern: pairs cannot be added, a row matching
         # is kept only if the analysis was made after it (F.analysis).
         matching = self._options["matching"] and (not given or kind == "lu")
         scaling = self._options["scaling"]
-        prep = preprocess(C, kind, matching=matching, scaling=scaling)
+        if prep is None:
+            prep = preprocess(C, kind, matching=matching, scaling=scaling)
         B = prep.apply(C)
         if given and not _same_pattern(analysis, B) and matching:
             prep = preprocess(C, kind, matching=False, scaling=scaling)
@@ -120,19 +121,23 @@ class Factorization:
         self.stats = dict(analysis.stats, coarsened=False)
         self.stats["seconds"] = {"preprocess": t1 - t0, "analysis": t2 - t1}
         try:
-            self._factor(C, prep)
+            self._factor(C, prep, B)
         except NotPositiveDefiniteError:
             if not (self._options["auto_kind"] and kind == "llt"):
                 raise
             # Not positive definite after all: LDLᵀ, on a new analysis if 2x2 pairs want one.
             indefinite = _indefinite_kind(C)
-            pairs = preprocess(C, indefinite, scaling=self._options["scaling"]).pairs
-            keep = given or pairs is None
-            self._setup(C, indefinite, analysis if keep else None)
+            if given:
+                self._setup(C, indefinite, analysis)
+                return
+            prep = preprocess(C, indefinite, matching=self._options["matching"], scaling=scaling)
+            self._setup(C, indefinite, analysis if prep.pairs is None else None, prep)
 
-    def _factor(self, C, prep):
+    def _factor(self, C, prep, B=None):
+        """Numeric factorization of ``B = prep.apply(C)`` (pass B when already made)."""
         t0 = time.perf_counter()
-        B = prep.apply(C)
+        if B is None:
+            B = prep.apply(C)
         pivot_tol = self._options["pivot_tol"] or np.sqrt(np.finfo(C.dtype).eps) * _norm_inf(B)
         if self._assembly is None:
             self._assembly = AssemblyMap.build(B, self.analysis.iperm, self._layout, self.kind)
@@ -199,7 +204,7 @@ class Factorization:
         self._layout = PanelLayout.from_symbol(self.analysis.symbol)
         self._assembly = None
         self._coarse = True
-        self._factor(self._C, self._prep)
+        self._factor(self._C, self._prep, B)
         return True
 
     def _perturbed_message(self):
