@@ -323,22 +323,42 @@ cdef void apply_dinv_right(int w, int rows, scalar* diag, int ldd, scalar* x, in
 cdef void scatter_sub(scalar* c, int ldc, idx_t rowbase, int ncols, idx_t k, idx_t bfirst,
                       idx_t b, idx_t f, scalar* target, const idx_t* fcol,
                       const idx_t* bloknum, const idx_t* coefind, const idx_t* stride,
-                      const idx_t* frow, const idx_t* lrow, const idx_t* bcoef) noexcept nogil:
+                      const idx_t* frow, const idx_t* lrow, const idx_t* bcoef,
+                      idx_t* runs) noexcept nogil:
     """Subtract the update ``c`` of cblk k's bloks ``bfirst..`` (columns: the rows of blok b)
-    from the panel of cblk f. Each blok of k lies inside one blok of f (closure)."""
+    from the panel of cblk f. Each blok of k lies inside one blok of f (closure).
+
+    The rows of ``c`` are k's bloks stacked; where consecutive ones also follow each
+    other in f's panel they make one run (``runs`` holds 2 entries per blok), and the
+    runs are subtracted column by column, streaming through ``c`` and f's panel."""
     cdef idx_t b2, fb = bloknum[f], fend = bloknum[f + 1], sf = stride[f]
-    cdef idx_t col0 = frow[b] - fcol[f], h2, i, j
+    cdef idx_t nrun = 0, i, j, r, dstrow, h2, first
     cdef scalar* src
     cdef scalar* dst
+    cdef scalar* base = target + coefind[f] + (frow[b] - fcol[f]) * sf
+    if bfirst >= bloknum[k + 1]:
+        return
+    first = bcoef[bfirst] - rowbase
     for b2 in range(bfirst, bloknum[k + 1]):
         while fb < fend and lrow[fb] < frow[b2]:
             fb += 1
         h2 = lrow[b2] - frow[b2] + 1
-        src = c + (bcoef[b2] - rowbase)
-        dst = target + coefind[f] + bcoef[fb] + (frow[b2] - frow[fb]) + col0 * sf
-        for j in range(ncols):
+        dstrow = bcoef[fb] + (frow[b2] - frow[fb])
+        if nrun > 0 and runs[2 * nrun - 2] + runs[2 * nrun - 1] == dstrow:
+            runs[2 * nrun - 1] += h2
+        else:
+            runs[2 * nrun] = dstrow
+            runs[2 * nrun + 1] = h2
+            nrun += 1
+    for j in range(ncols):
+        src = c + first + j * ldc
+        dst = base + j * sf
+        for r in range(nrun):
+            dstrow = runs[2 * r]
+            h2 = runs[2 * r + 1]
             for i in range(h2):
-                dst[i + j * sf] -= src[i + j * ldc]
+                dst[dstrow + i] -= src[i]
+            src += h2
 
 
 cdef idx_t direct_offset(idx_t k, idx_t b, idx_t f, const idx_t* fcol, const idx_t* bloknum,
@@ -426,20 +446,52 @@ cdef Panels make_panels(int kind, bint conj, double tol, scalar[::1] L, scalar[:
     return P
 
 
-cdef void workspace_sizes(const Panels* P, idx_t k0, idx_t k1, idx_t* sizes) noexcept nogil:
+cdef enum:
+    # Consecutive bloks of a cblk are updated by one gemm until they span this many
+    # rows: the gemm packs the panel below them once instead of once per blok,
+    # which dominated on the many thin bloks of nested-dissection separators.
+    GROUP_ROWS = 64
+
+
+cdef inline idx_t group_end(const Panels* P, idx_t k, idx_t b) noexcept nogil:
+    """One past the last blok of the group of cblk k's bloks that starts at blok b.
+
+    A group takes consecutive bloks until they span ``GROUP_ROWS`` rows; a blok
+    that tall by itself stands alone (it may be accumulated without a scatter)."""
+    cdef idx_t e = b + 1, end = P.bloknum[k + 1]
+    cdef idx_t rows = P.lrow[b] - P.frow[b] + 1
+    while e < end and rows < GROUP_ROWS and P.lrow[e] - P.frow[e] + 1 < GROUP_ROWS:
+        rows += P.lrow[e] - P.frow[e] + 1
+        e += 1
+    return e
+
+
+cdef inline int group_rows(const Panels* P, idx_t b, idx_t e) noexcept nogil:
+    """Rows spanned by bloks b..e-1 of one cblk (they are stacked in its panel)."""
+    return P.bcoef[e - 1] + P.lrow[e - 1] - P.frow[e - 1] + 1 - P.bcoef[b]
+
+
+cdef void workspace_sizes(const Panels* P, idx_t k0, idx_t k1, size_t itemsize,
+                          idx_t* sizes) noexcept nogil:
     """Scalars needed by one worker for cblks k0..k1-1: update products (``sizes[0]``),
-    LDLᵀ's kept W = A21 L11⁻ᵀ (``sizes[1]``) and Bunch-Kaufman's scratch (``sizes[2]``)."""
-    cdef idx_t k, b, w, smax = 1, rowsmax = 1, wmax = 0
+    LDLᵀ's kept W = A21 L11⁻ᵀ (``sizes[1]``) and a scratch (``sizes[2]``) that holds
+    Bunch-Kaufman's 2w + 2 scalars or LU's pivots while a panel is factored, then the
+    scatters' row runs (2 indices per blok)."""
+    cdef idx_t k, b, e, w, smax = 1, rowsmax = 1, wmax = 0, nbmax = 0
     for k in range(k0, k1):
         w = P.fcol[k + 1] - P.fcol[k]
         wmax = max(wmax, w)
+        nbmax = max(nbmax, P.bloknum[k + 1] - P.bloknum[k])
         rowsmax = max(rowsmax, (P.stride[k] - w) * w)
-        for b in range(P.bloknum[k] + 1, P.bloknum[k + 1]):
-            smax = max(smax, (P.stride[k] - P.bcoef[b]) * (P.lrow[b] - P.frow[b] + 1))
+        b = P.bloknum[k] + 1
+        while b < P.bloknum[k + 1]:
+            e = group_end(P, k, b)
+            smax = max(smax, (P.stride[k] - P.bcoef[b]) * group_rows(P, b, e))
+            b = e
     # LU computes both of an update's products before scattering them.
     sizes[0] = 2 * smax if P.kind == LU else smax
     sizes[1] = rowsmax
-    sizes[2] = 2 * wmax + 2
+    sizes[2] = max(2 * wmax + 2, (2 * nbmax * sizeof(idx_t)) // itemsize + 1)
 
 
 cdef idx_t factor_panel(const Panels* P, idx_t k, scalar* wbuf, scalar* tmp,
@@ -522,45 +574,48 @@ cdef void update_direct(const Panels* P, idx_t k, idx_t b, idx_t d,
              P.stride[P.fcblk[b]])
 
 
-cdef void update_products(const Panels* P, idx_t k, idx_t b, scalar* wbuf,
+cdef void update_products(const Panels* P, idx_t k, idx_t b, idx_t e, scalar* wbuf,
                           scalar* work) noexcept nogil:
-    """Blok b's update of cblk k into ``work``: the rows from b down times blok b's rows;
-    LU also the Uᵀ products of the rows below b, at ``work + M h``."""
+    """The update of cblk k's bloks b..e-1 into ``work`` (M x H, M the rows from b down,
+    H those of the group): the rows from b down times the group's rows; LU also the
+    Uᵀ products, at ``work + M H``."""
     cdef scalar one = 1, zero = 0
     cdef char tr = c'C' if P.conj else c'T'
     cdef int w = P.fcol[k + 1] - P.fcol[k], m = P.stride[k]
     cdef idx_t cb = P.bcoef[b]
-    cdef int h = P.lrow[b] - P.frow[b] + 1, M = m - cb
+    cdef int H = group_rows(P, b, e), M = m - cb
     cdef scalar* base = <scalar*>P.L + P.coefind[k]
     cdef scalar* ubase
     if P.kind == LLT:
-        gemm(c'N', tr, M, h, w, one, base + cb, m, base + cb, m, zero, work, M)
+        gemm(c'N', tr, M, H, w, one, base + cb, m, base + cb, m, zero, work, M)
     elif P.kind == LU:
         ubase = <scalar*>P.U + P.coefind[k]
-        gemm(c'N', c'T', M, h, w, one, base + cb, m, ubase + cb, m, zero, work, M)
-        if M > h:
-            gemm(c'N', c'T', M - h, h, w, one, ubase + cb + h, m, base + cb, m, zero,
-                 work + M * h, M - h)
+        gemm(c'N', c'T', M, H, w, one, base + cb, m, ubase + cb, m, zero, work, M)
+        gemm(c'N', c'T', M, H, w, one, ubase + cb, m, base + cb, m, zero, work + M * H, M)
     else:
-        gemm(c'N', tr, M, h, w, one, wbuf + (cb - w), m - w, base + cb, m, zero, work, M)
+        gemm(c'N', tr, M, H, w, one, wbuf + (cb - w), m - w, base + cb, m, zero, work, M)
 
 
-cdef void update_scatter(const Panels* P, idx_t k, idx_t b, scalar* work) noexcept nogil:
-    """Subtract the products of :func:`update_products` from the panel(s) of the cblk
-    blok b faces."""
-    cdef idx_t f = P.fcblk[b], cb = P.bcoef[b], e
-    cdef int h = P.lrow[b] - P.frow[b] + 1, M = P.stride[k] - cb
-    scatter_sub(work, M, cb, h, k, b, b, f, <scalar*>P.L, P.fcol, P.bloknum, P.coefind,
-                P.stride, P.frow, P.lrow, P.bcoef)
-    if P.kind == LU and M > h:
+cdef void update_scatter(const Panels* P, idx_t k, idx_t b, idx_t g, int H, scalar* work,
+                         idx_t* runs) noexcept nogil:
+    """Subtract blok b's columns of the products of :func:`update_products` (group of H
+    rows starting at blok g) from the panel(s) of the cblk blok b faces. ``runs``:
+    scratch for :func:`scatter_sub`."""
+    cdef idx_t f = P.fcblk[b], cg = P.bcoef[g], e
+    cdef int h = P.lrow[b] - P.frow[b] + 1, M = P.stride[k] - cg
+    cdef scalar* c = work + (P.bcoef[b] - cg) * M
+    scatter_sub(c, M, cg, h, k, b, b, f, <scalar*>P.L, P.fcol, P.bloknum, P.coefind,
+                P.stride, P.frow, P.lrow, P.bcoef, runs)
+    if P.kind == LU:
         # Later bloks facing f too land in f's diagonal block, above its diagonal.
+        c += M * H
         e = b + 1
         while e < P.bloknum[k + 1] and P.fcblk[e] == f:
             e += 1
-        scatter_sub_transposed(work + M * h, M - h, cb + h, h, b + 1, e, b, f, <scalar*>P.L,
-                               P.fcol, P.coefind, P.stride, P.frow, P.lrow, P.bcoef)
-        scatter_sub(work + M * h, M - h, cb + h, h, k, e, b, f, <scalar*>P.U, P.fcol,
-                    P.bloknum, P.coefind, P.stride, P.frow, P.lrow, P.bcoef)
+        scatter_sub_transposed(c, M, cg, h, b + 1, e, b, f, <scalar*>P.L, P.fcol, P.coefind,
+                               P.stride, P.frow, P.lrow, P.bcoef)
+        scatter_sub(c, M, cg, h, k, e, b, f, <scalar*>P.U, P.fcol, P.bloknum, P.coefind,
+                    P.stride, P.frow, P.lrow, P.bcoef, runs)
 
 
 def factorize_cblks(int kind, scalar[::1] L, scalar[::1] U,
@@ -584,12 +639,12 @@ def factorize_cblks(int kind, scalar[::1] L, scalar[::1] U,
     cdef bint conj = (kind == LLT or kind == LDLH) and (scalar is cfloat or scalar is cdouble)
     cdef Panels P = make_panels(kind, conj, tol, L, U, fcol, bloknum, coefind, stride, frow,
                                 lrow, fcblk, bcoef, lperm, pivtype, dsub, pert)
-    cdef idx_t k, b, d, count = 0, failed = -1
+    cdef idx_t k, count = 0, failed = -1
     cdef idx_t sizes[3]
     cdef scalar* work
     cdef scalar* wbuf
     cdef scalar* tmp
-    workspace_sizes(&P, k0, k1, sizes)
+    workspace_sizes(&P, k0, k1, sizeof(scalar), sizes)
     work = <scalar*>malloc(sizes[0] * sizeof(scalar))
     wbuf = <scalar*>malloc(sizes[1] * sizeof(scalar))
     tmp = <scalar*>malloc(sizes[2] * sizeof(scalar))
@@ -603,13 +658,7 @@ def factorize_cblks(int kind, scalar[::1] L, scalar[::1] U,
             failed = factor_panel(&P, k, wbuf, tmp, &count)
             if failed >= 0:
                 break
-            for b in range(bloknum[k] + 1, bloknum[k + 1]):
-                d = update_offset(&P, k, b)
-                if d >= 0:
-                    update_direct(&P, k, b, d, wbuf)
-                else:
-                    update_products(&P, k, b, wbuf, work)
-                    update_scatter(&P, k, b, work)
+            apply_updates(NULL, &P, k, work, wbuf, tmp)
     free(work)
     free(wbuf)
     free(tmp)
@@ -679,11 +728,58 @@ cdef void make_ready(Scheduler* S, idx_t f) noexcept nogil:
     omp_unset_lock(&S.qlock)
 
 
+cdef void apply_updates(Scheduler* S, const Panels* P, idx_t k, scalar* work,
+                        scalar* wbuf, scalar* tmp) noexcept nogil:
+    """Apply cblk k's updates to the cblks it faces, a group of bloks at a time.
+
+    With a scheduler ``S`` (threads), each target is changed under its lock and
+    made ready once its last update is in; a lone blok whose rows are contiguous
+    in its target is accumulated there straight when that lock is free. Without
+    one (NULL: a single thread), the same updates run in the same order. ``tmp``
+    (free once the panel is factored) holds the scatters' row runs."""
+    cdef idx_t b, g, e, d, f, end = P.bloknum[k + 1]
+    cdef int H
+    g = P.bloknum[k] + 1
+    while g < end:
+        if S != NULL and (S.abort or S.failcblk < k):
+            return
+        e = group_end(P, k, g)
+        if e == g + 1:
+            f = P.fcblk[g]
+            d = update_offset(P, k, g)
+            if d >= 0 and (S == NULL or omp_test_lock(&S.locks[f])):
+                update_direct(P, k, g, d, wbuf)
+                if S != NULL:
+                    release_target(S, f)
+                g = e
+                continue
+        H = group_rows(P, g, e)
+        update_products(P, k, g, e, wbuf, work)
+        for b in range(g, e):
+            f = P.fcblk[b]
+            if S != NULL:
+                omp_set_lock(&S.locks[f])
+            update_scatter(P, k, b, g, H, work, <idx_t*>tmp)
+            if S != NULL:
+                release_target(S, f)
+        g = e
+
+
+cdef void release_target(Scheduler* S, idx_t f) noexcept nogil:
+    """One update of cblk f is in (its lock held by the caller): count it, unlock, and
+    make f ready when it was the last."""
+    cdef bint ready
+    S.npend[f] -= 1
+    ready = S.npend[f] == 0
+    omp_unset_lock(&S.locks[f])
+    if ready:
+        make_ready(S, f)
+
+
 cdef void run_cblk(Scheduler* S, const Panels* P, idx_t k, scalar* work, scalar* wbuf,
                    scalar* tmp, idx_t* count) noexcept nogil:
     """Factor cblk k and apply its updates to the cblks it faces (one task)."""
-    cdef idx_t b, d, f, failed
-    cdef bint ready
+    cdef idx_t failed
     failed = factor_panel(P, k, wbuf, tmp, count)
     if failed >= 0:
         # Cblks after k are skipped; those before it finish, so the lowest failing
@@ -694,22 +790,7 @@ cdef void run_cblk(Scheduler* S, const Panels* P, idx_t k, scalar* work, scalar*
             S.failed = failed
         omp_unset_lock(&S.qlock)
         return
-    for b in range(P.bloknum[k] + 1, P.bloknum[k + 1]):
-        if S.abort or S.failcblk < k:
-            return
-        f = P.fcblk[b]
-        d = update_offset(P, k, b)
-        if d >= 0 and omp_test_lock(&S.locks[f]):
-            update_direct(P, k, b, d, wbuf)
-        else:
-            update_products(P, k, b, wbuf, work)
-            omp_set_lock(&S.locks[f])
-            update_scatter(P, k, b, work)
-        S.npend[f] -= 1
-        ready = S.npend[f] == 0
-        omp_unset_lock(&S.locks[f])
-        if ready:
-            make_ready(S, f)
+    apply_updates(S, P, k, work, wbuf, tmp)
 
 
 cdef int report(PyObject* progress, PyObject* errors, double fraction) noexcept with gil:
@@ -799,7 +880,7 @@ def factorize_parallel(int kind, scalar[::1] L, scalar[::1] U,
     cdef list errors = []
     cdef PyObject* callback = NULL if progress is None else <PyObject*>progress
     cdef PyObject* errs = <PyObject*>errors
-    workspace_sizes(&P, 0, ncblk, sizes)
+    workspace_sizes(&P, 0, ncblk, sizeof(scalar), sizes)
     per = sizes[0] + sizes[1] + sizes[2]
     buffers = <scalar*>malloc(nt * per * sizeof(scalar))
     S.locks = <omp_lock_t*>malloc(max(ncblk, 1) * sizeof(omp_lock_t))
