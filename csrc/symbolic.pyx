@@ -362,3 +362,69 @@ def tree_depth(const idx_t[::1] parent):
             if parent[k] != -1:
                 depth[k] = depth[parent[k]] + 1
     return depth_a
+
+
+def refine_order(const idx_t[::1] cls, const idx_t[::1] setptr, const idx_t[::1] elems):
+    """Order elements so that each set, taken in turn, comes first within its class.
+
+    Partition refinement: the elements ``0..n-1`` start in the contiguous classes
+    ``cls`` (non-decreasing); each set ``elems[setptr[s]:setptr[s+1]]`` (distinct
+    elements of one class) splits every class it meets into its members, moved to
+    the front, and the rest. Taking the sets in order of decreasing size makes each
+    set of a nested (laminar) family one interval, and sorts elements
+    lexicographically by their memberships in general.
+
+    Returns
+    -------
+    order : int64 array
+        ``order[p]`` is the element at position p; classes keep their ranges.
+    """
+    cdef idx_t n = cls.shape[0], nsets = setptr.shape[0] - 1
+    order_a = np.arange(n, dtype=np.int64)
+    cdef idx_t[::1] order = order_a
+    cdef idx_t[::1] where = np.arange(n, dtype=np.int64)
+    cdef idx_t[::1] owner = np.empty(n, dtype=np.int64)  # class of each element
+    cdef idx_t[::1] cstart = np.empty(n + 1, dtype=np.int64)
+    cdef idx_t[::1] cend = np.empty(n + 1, dtype=np.int64)
+    cdef idx_t[::1] csplit = np.empty(n + 1, dtype=np.int64)
+    cdef idx_t[::1] touched = np.empty(n + 1, dtype=np.int64)
+    cdef idx_t s, p, q, e, c, c2, t, ntouched, nclass = 0
+    with nogil:
+        for e in range(n):
+            if e == 0 or cls[e] != cls[e - 1]:
+                cstart[nclass] = e
+                csplit[nclass] = -1
+                nclass += 1
+            owner[e] = nclass - 1
+            cend[nclass - 1] = e + 1
+        for s in range(nsets):
+            ntouched = 0
+            for p in range(setptr[s], setptr[s + 1]):
+                e = elems[p]
+                c = owner[e]
+                if csplit[c] < 0:
+                    csplit[c] = cstart[c]
+                    touched[ntouched] = c
+                    ntouched += 1
+                # Swap e with the first element of its class not yet moved.
+                q = csplit[c]
+                t = order[q]
+                order[where[e]] = t
+                where[t] = where[e]
+                order[q] = e
+                where[e] = q
+                csplit[c] = q + 1
+            for t in range(ntouched):
+                c = touched[t]
+                if csplit[c] < cend[c]:
+                    # The moved members become a new class in front of the rest.
+                    c2 = nclass
+                    nclass += 1
+                    cstart[c2] = cstart[c]
+                    cend[c2] = csplit[c]
+                    csplit[c2] = -1
+                    for q in range(cstart[c2], cend[c2]):
+                        owner[order[q]] = c2
+                    cstart[c] = cend[c2]
+                csplit[c] = -1
+    return order_a

@@ -19,6 +19,8 @@ from .symbolic import (
     SymbolMatrix,
     block_symbol,
     elimination_tree,
+    reorder_supernodes,
+    split_partition,
     supernode_partition,
 )
 
@@ -162,7 +164,16 @@ class Analysis:
         return ax
 
 
-def analyze(A, *, ordering="metis", kind="auto", amalgamation=True, split=(128, 256), pairs=None):
+def analyze(
+    A,
+    *,
+    ordering="metis",
+    kind="auto",
+    amalgamation=True,
+    split=(128, 256),
+    reorder=None,
+    pairs=None,
+):
     """Analyse the sparsity pattern of A: ordering, symbolic factorization, block structure.
 
     Parameters
@@ -184,6 +195,12 @@ def analyze(A, *, ordering="metis", kind="auto", amalgamation=True, split=(128, 
         (``subtree``, ``nrelax``, ``zrelax``).
     split : (int, int) or None
         Min and max panel width when splitting wide cblks; None to keep them.
+    reorder : bool, optional
+        Reorder the columns inside each supernode so that the rows other cblks
+        have there form few intervals (fewer, taller blocks: fewer BLAS calls
+        and scatters; see :func:`pastixpy.symbolic.reorder_supernodes`). The
+        fill does not grow. Default: on for the ordering methods, off for a
+        permutation array, which is then kept as given (up to postorder).
     pairs : (m, 2) int array, optional
         Coupled unknowns to keep in one cblk, next to each other, so the
         numeric phase can pivot on them as a 2x2 block (symmetric indefinite
@@ -245,10 +262,16 @@ def analyze(A, *, ordering="metis", kind="auto", amalgamation=True, split=(128, 
     if pairs is not None:
         together = _pair_seconds(tree.iperm, pairs)
     lap("etree")
-    fcol, n_zeros = supernode_partition(
-        tree, amalgamation=amalgamation, split=split, together=together
-    )
+    fcol, n_zeros = supernode_partition(tree, amalgamation=amalgamation, together=together)
     lap("supernodes")
+    if reorder is None:
+        reorder = ordered.method != "user"
+    if reorder:
+        tree = reorder_supernodes(xadj, adjncy, tree, fcol, together)
+        if pairs is not None:
+            together = _pair_seconds(tree.iperm, pairs)  # pairs moved with their supernode
+    lap("reordering")
+    fcol = split_partition(fcol, split, together)
     symbol = block_symbol(xadj, adjncy, tree, fcol)
     lap("blocks")
     depth = _symbolic.tree_depth(symbol.cblk_parent)

@@ -90,7 +90,7 @@ class EliminationTree:
         return float(np.sum(self.colcount.astype(np.float64) ** 2))
 
 
-def elimination_tree(xadj, adjncy, perm):
+def elimination_tree(xadj, adjncy, perm, *, keep_order=False):
     """Etree, postorder, column counts and separator tree of a permuted pattern.
 
     Parameters
@@ -100,6 +100,9 @@ def elimination_tree(xadj, adjncy, perm):
     perm : int64 array
         Fill-reducing ordering; the result holds it renumbered in postorder,
         which changes neither the fill nor the flops.
+    keep_order : bool
+        Keep ``perm`` as it is (not postordered); the tree and the counts are
+        given for it. Used after :func:`reorder_supernodes`.
 
     Returns
     -------
@@ -109,15 +112,24 @@ def elimination_tree(xadj, adjncy, perm):
     parent0 = _symbolic.etree(n, xadj, adjncy, perm, inverse_permutation(perm))
     post = _symbolic.postorder(n, parent0)
     ipost = inverse_permutation(post)
-    perm = perm[post]
+    postperm = perm[post]
     parent = parent0[post]
     parent[parent >= 0] = ipost[parent[parent >= 0]]
-    colcount = _symbolic.column_counts(n, xadj, adjncy, perm, inverse_permutation(perm), parent)
+    # Column counts need a postordered tree; each pivot keeps its count in any
+    # topological order of the same tree.
+    colcount = _symbolic.column_counts(
+        n, xadj, adjncy, postperm, inverse_permutation(postperm), parent
+    )
+    if keep_order:
+        parent, colcount = parent0, colcount[ipost]
+    else:
+        perm = postperm
     nchild = np.bincount(parent[parent >= 0], minlength=n)
     # A chain continues at j when j's only child is j - 1.
     continues = np.zeros(n, dtype=bool)
     continues[1:] = (parent[:-1] == np.arange(1, n)) & (nchild[1:] == 1)
     sep_ptr, sep_parent = _coarsen_tree(~continues, parent)
+    perm = perm.copy() if keep_order else perm
     _frozen(perm, parent, colcount, sep_ptr, sep_parent)
     return EliminationTree(perm, parent, colcount, sep_ptr, sep_parent)
 
@@ -132,8 +144,8 @@ def _coarsen_tree(starts, parent):
     return ptr, coarse_parent
 
 
-def supernode_partition(tree, *, amalgamation=True, split=(128, 256), together=None):
-    """Column partition into cblks: fundamental supernodes, amalgamated, then split.
+def supernode_partition(tree, *, amalgamation=True, together=None):
+    """Column partition into supernodes: fundamental supernodes, then amalgamated.
 
     Parameters
     ----------
@@ -141,11 +153,6 @@ def supernode_partition(tree, *, amalgamation=True, split=(128, 256), together=N
     amalgamation : bool or dict
         Merge small subtrees, and supernodes into their parent when few zeros
         are added (see :data:`AMALGAMATION`; a dict overrides its entries).
-    split : (int, int) or None
-        ``(min_width, max_width)``: a cblk wider than ``max_width`` columns is
-        cut into equal panels of at least ``min_width`` columns, so that BLAS-3
-        calls stay cache-sized and threads get independent work. None keeps
-        cblks whole.
     together : bool array, optional
         ``together[j]``: column j must share column j - 1's cblk (the second
         column of a 2x2 pivot pair; its etree parent is j).
@@ -153,19 +160,13 @@ def supernode_partition(tree, *, amalgamation=True, split=(128, 256), together=N
     Returns
     -------
     fcol : ndarray of int64
-        First column of each cblk, then n.
+        First column of each supernode, then n.
     n_zeros : int
         Explicit zeros that amalgamation added to the factor's structure.
     """
     parent, colcount = tree.parent, tree.colcount
     n = parent.shape[0]
-    nchild = np.bincount(parent[parent >= 0], minlength=n)
-    # Column j joins j - 1's supernode when j - 1's only parent is j, j has no
-    # other child, and the structure shrinks by exactly the diagonal.
-    joins = np.zeros(n, dtype=bool)
-    joins[1:] = (
-        (parent[:-1] == np.arange(1, n)) & (nchild[1:] == 1) & (colcount[:-1] == colcount[1:] + 1)
-    )
+    joins = _fundamental_joins(tree)
     rules = amalgamation_parameters(amalgamation)
     if rules is not None:
         joins |= _relaxed_subtrees(parent, rules["subtree"])
@@ -184,13 +185,122 @@ def supernode_partition(tree, *, amalgamation=True, split=(128, 256), together=N
         sptr, n_zeros = _symbolic.amalgamate(
             sptr, sparent, count, zeros, rules["nrelax"], rules["zrelax"]
         )
-    if split is not None:
-        sptr = split_panels(sptr, *split)
-        if together is not None:
-            # A cut between the two columns of a pair moves one column right.
-            inside = together[np.minimum(sptr, n - 1)] & (sptr < n)
-            sptr = np.unique(np.where(inside, sptr + 1, sptr))
     return sptr, n_zeros
+
+
+def _fundamental_joins(tree):
+    """``joins[j]``: column j is in column j - 1's fundamental supernode.
+
+    That is when j - 1's parent is j, j has no other child, and the structure
+    shrinks by exactly the diagonal: the supernode's diagonal block is dense and
+    all its columns share the rows below it.
+    """
+    parent, colcount = tree.parent, tree.colcount
+    n = parent.shape[0]
+    nchild = np.bincount(parent[parent >= 0], minlength=n)
+    joins = np.zeros(n, dtype=bool)
+    joins[1:] = (
+        (parent[:-1] == np.arange(1, n)) & (nchild[1:] == 1) & (colcount[:-1] == colcount[1:] + 1)
+    )
+    return joins
+
+
+def split_partition(fcol, split, together=None):
+    """Cut wide supernodes into panels (see :func:`split_panels`), never inside a 2x2 pair.
+
+    ``split = (min_width, max_width)``: BLAS-3 calls stay cache-sized and threads
+    get independent work; None keeps the supernodes whole.
+    """
+    if split is None:
+        return fcol
+    n = int(fcol[-1])
+    fcol = split_panels(fcol, *split)
+    if together is not None:
+        # A cut between the two columns of a pair moves one column right.
+        inside = together[np.minimum(fcol, n - 1)] & (fcol < n)
+        fcol = np.unique(np.where(inside, fcol + 1, fcol))
+    return fcol
+
+
+def reorder_supernodes(xadj, adjncy, tree, fcol, together=None):
+    """Reorder the columns inside each fundamental supernode so that the rows other
+    cblks have there form few intervals: fewer, taller bloks (PaStiX's reordering).
+
+    A fundamental supernode's diagonal block is dense and its columns share the
+    rows below it, so permuting them changes neither the elimination tree, the
+    column counts nor the fill. What changes is how descendant cblks see it:
+    cblk d's rows inside supernode F form a set, and each maximal run of
+    consecutive rows is one blok (one gemm group, one scatter run). The sets are
+    applied to F by partition refinement, largest first (:func:`refine_order`),
+    which makes a nested family of sets (the traces of nested-dissection
+    subdomains on a separator) intervals. The two columns of a 2x2 pivot pair
+    (``together``) move as one; a supernode a pair straddles keeps its order.
+
+    Parameters
+    ----------
+    xadj, adjncy : int64 arrays
+        Adjacency of A + Aᵀ without the diagonal, original numbering.
+    tree : EliminationTree
+    fcol : int64 array
+        The supernode partition (before panel splitting) whose cblks' rows make the sets.
+    together : bool array, optional
+        As for :func:`supernode_partition`.
+
+    Returns
+    -------
+    EliminationTree
+        For the permutation reordered inside fundamental supernodes. Their blocks
+        stay dense in the block structure, but the exact fill may shrink: part of a
+        supernode's density can come from eliminating its own first column.
+    """
+    n = xadj.shape[0] - 1
+    ncblk = fcol.shape[0] - 1
+    if n < 3:
+        return tree
+    col2cblk = np.repeat(np.arange(ncblk, dtype=np.int64), np.diff(fcol))
+    rowptr, rows, _ = _symbolic.block_rows(n, xadj, adjncy, tree.perm, tree.iperm, fcol, col2cblk)
+    # A unit is a column, or the two columns of a pair (named by the first).
+    unit = np.arange(n, dtype=np.int64)
+    if together is not None:
+        unit[together] -= 1
+    fund = np.cumsum(~_fundamental_joins(tree)) - 1
+    if together is not None:
+        # A pair across two fundamental supernodes pins both.
+        second = np.flatnonzero(together)
+        split = second[fund[second] != fund[second - 1]]
+        pinned = np.zeros(fund[-1] + 1, dtype=bool)
+        pinned[fund[split]] = pinned[fund[split - 1]] = True
+    else:
+        pinned = np.zeros(fund[-1] + 1, dtype=bool)
+    # Sets: the units of each (cblk, fundamental supernode) pair, one run of ``rows``
+    # each (a cblk's rows are sorted), without repeats of a pair's unit.
+    owner = np.repeat(np.arange(ncblk, dtype=np.int64), np.diff(rowptr))
+    u, f = unit[rows], fund[rows]
+    keep = ~pinned[f]
+    keep[1:] &= ~((u[1:] == u[:-1]) & (owner[1:] == owner[:-1]))
+    u, f, owner = u[keep], f[keep], owner[keep]
+    if u.size == 0:
+        return tree
+    new = np.ones(u.size, dtype=bool)
+    new[1:] = (owner[1:] != owner[:-1]) | (f[1:] != f[:-1])
+    start = np.flatnonzero(new)
+    size = np.diff(np.append(start, u.size))
+    # Sets in order of decreasing size, then by cblk (deterministic).
+    rank = np.empty(start.size, dtype=np.int64)
+    rank[np.lexsort((owner[start], -size))] = np.arange(start.size, dtype=np.int64)
+    elems = u[np.argsort(np.repeat(rank, size), kind="stable")]
+    setptr = np.zeros(start.size + 1, dtype=np.int64)
+    np.cumsum(size[np.argsort(rank)], out=setptr[1:])
+    # Refine over the units, whose classes are their supernodes, then expand pairs.
+    units = np.flatnonzero(unit == np.arange(n))
+    index = np.full(n, -1, dtype=np.int64)
+    index[units] = np.arange(units.size, dtype=np.int64)
+    order = _symbolic.refine_order(fund[units], setptr, index[elems])
+    cols = units[order]
+    if together is not None:
+        pair = together[np.minimum(cols + 1, n - 1)] & (cols + 1 < n)
+        cols = np.insert(cols, np.flatnonzero(pair) + 1, cols[pair] + 1)
+    return elimination_tree(xadj, adjncy, tree.perm[cols], keep_order=True)
 
 
 def _relaxed_subtrees(parent, size_limit):
