@@ -27,6 +27,9 @@ from .symbolic import (
 #: Factorization kinds; ``"auto"`` is resolved from A's values.
 KINDS = {"auto": set(), "llt": set(), "ldlt": set(), "ldlh": set(), "lu": set()}
 
+#: Below this many flops the reordering inside supernodes costs more than it saves.
+REORDER_MIN_FLOPS = 1e8
+
 #: Dtypes the memory forecast is given for.
 FORECAST_DTYPES = ("float32", "float64", "complex64", "complex128")
 
@@ -167,7 +170,7 @@ class Analysis:
 def analyze(
     A,
     *,
-    ordering="metis",
+    ordering="auto",
     kind="auto",
     amalgamation=True,
     split=(128, 256),
@@ -182,7 +185,9 @@ def analyze(
         Square matrix. Only its pattern is used (plus its values' symmetry when
         ``kind="auto"``); the pattern of A + Aᵀ is analysed, for LU too.
     ordering : str, (str, dict) or array_like
-        ``"metis"`` (nested dissection, default; kwargs ``seed``, ``compress``),
+        ``"auto"`` (default: AMD for graphs of at most
+        :data:`pastixpy.ordering.AUTO_AMD_MAX` vertices, METIS above),
+        ``"metis"`` (nested dissection; kwargs ``seed``, ``compress``),
         ``"amd"`` (kwargs ``dense``, ``aggressive``, ``compress``), ``"rcm"``,
         ``"natural"``, or a permutation array (``perm[k]`` = original index of
         the k-th pivot). The result is postordered, which keeps the fill.
@@ -199,7 +204,8 @@ def analyze(
         Reorder the columns inside each supernode so that the rows other cblks
         have there form few intervals (fewer, taller blocks: fewer BLAS calls
         and scatters; see :func:`pastixpy.symbolic.reorder_supernodes`). The
-        fill does not grow. Default: on for the ordering methods, off for a
+        fill does not grow. Default: on for the ordering methods when the
+        factorization takes at least :data:`REORDER_MIN_FLOPS`, off for a
         permutation array, which is then kept as given (up to postorder).
     pairs : (m, 2) int array, optional
         Coupled unknowns to keep in one cblk, next to each other, so the
@@ -265,7 +271,7 @@ def analyze(
     fcol, n_zeros = supernode_partition(tree, amalgamation=amalgamation, together=together)
     lap("supernodes")
     if reorder is None:
-        reorder = ordered.method != "user"
+        reorder = ordered.method != "user" and tree.flops >= REORDER_MIN_FLOPS
     if reorder:
         tree = reorder_supernodes(xadj, adjncy, tree, fcol, together)
         if pairs is not None:

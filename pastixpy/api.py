@@ -185,15 +185,21 @@ class Factorization:
 
         Local pivoting (LU rows, Bunch-Kaufman) can only choose inside a
         diagonal block; wider blocks give it the choice static pivoting lacked,
-        at the cost of more stored zeros. Returns whether it refactored.
+        at the cost of more stored zeros. Where ``ordering="auto"`` had picked
+        AMD for speed, the retry orders with METIS: its separators make other
+        blocks, and no ordering suits every matrix (nnc1374 needs METIS's).
+        Returns whether it refactored.
         """
         if self.kind == "llt" or self._coarse:
             return False
         t0 = time.perf_counter()
         B = self._prep.apply(self._C)
+        ordering = self._options["ordering"]
+        if self.analysis.ordering.method == "amd" and _option_name(ordering) == "auto":
+            ordering = ("metis", dict(ordering[1])) if isinstance(ordering, tuple) else "metis"
         self.analysis = analyze(
             B,
-            ordering=self._options["ordering"],
+            ordering=ordering,
             kind=self.kind,
             pairs=self._prep.pairs,
             amalgamation=ROBUST_AMALGAMATION,
@@ -542,8 +548,20 @@ def _parity(p):
     return (n - ncycles) % 2
 
 
+def _option_name(option):
+    """The name of an option given as ``'name'`` or ``('name', {kwargs})``, else None."""
+    if isinstance(option, str):
+        return option
+    if isinstance(option, tuple) and option and isinstance(option[0], str):
+        return option[0]
+    return None
+
+
 def _norm_inf(C):
-    return float(np.abs(C).sum(axis=1).max()) if C.nnz else 0.0
+    """‖C‖∞ of a canonical CSC matrix: the largest row sum of magnitudes."""
+    if not C.nnz:
+        return 0.0
+    return float(np.bincount(C.indices, weights=np.abs(C.data), minlength=C.shape[0]).max())
 
 
 def _check_kind(kind, symmetry, complex_, where):
@@ -564,7 +582,7 @@ def factorize(
     A,
     *,
     kind="auto",
-    ordering="metis",
+    ordering="auto",
     analysis=None,
     refine="auto",
     matching="auto",

@@ -46,7 +46,7 @@ def _add_source(p):
         metavar="NAME:SIZE",
         help="a built-in problem: " + ", ".join(f"{k}:SIZE" for k in EXAMPLES),
     )
-    p.add_argument("--ordering", choices=sorted(ORDERINGS), default="metis")
+    p.add_argument("--ordering", choices=sorted(ORDERINGS), default="auto")
     p.add_argument("--kind", choices=KIND_CHOICES, default="auto")
     p.add_argument("--json", action="store_true", help="print the statistics as JSON")
 

@@ -296,9 +296,10 @@ def factorize_numeric(B, analysis, layout, amap, kind, pivot_tol, progress=None,
     dsub = np.zeros(n if symmetric_pivots else 0, dtype=B.dtype)
     pert = np.zeros(n, dtype=np.int8)
     code = KIND_CODES[kind]
+    # Small factorizations stay on one thread (starting more costs more) and run in
+    # one call (progress and Ctrl-C between chunks are not worth the calls).
+    small = analysis.stats["flops"] < PARALLEL_MIN_FLOPS
     if threads is None:
-        # By default, small factorizations stay on one thread: starting more costs more.
-        small = analysis.stats["flops"] < PARALLEL_MIN_FLOPS
         threads = 1 if small else available_cores()
     threads = int(threads)
     if layout.fcol.size <= 2 or _openmp["forked"]:
@@ -323,7 +324,7 @@ def factorize_numeric(B, analysis, layout, amap, kind, pivot_tol, progress=None,
         if progress is not None:
             progress(1.0)
     else:
-        for k0, k1 in _chunks(layout):
+        for k0, k1 in _chunks(layout, parts=1 if small else 50):
             _, failed = _numeric.factorize_cblks(
                 code, L, U, *layout.block_args, k0, k1, pivot_tol, lperm, pivtype, dsub, pert
             )

@@ -295,8 +295,8 @@ def test_refine_order_makes_nested_sets_intervals():
 @pytest.mark.parametrize("shape", [(30, 30), (12, 12, 12)])
 def test_reordering_cuts_bloks_and_keeps_the_fill(shape):
     A = laplacian(shape)
-    plain = pastixpy.analyze(A, reorder=False)
-    an = pastixpy.analyze(A)
+    plain = pastixpy.analyze(A, ordering="metis", reorder=False)
+    an = pastixpy.analyze(A, ordering="metis", reorder=True)
     an.check()
     assert an.stats["nnz_L"] == brute_force_nnz_L(A, an.perm)
     assert an.stats["nnz_L"] <= plain.stats["nnz_L"]
@@ -315,3 +315,15 @@ def test_reordering_random_patterns(n, density, seed):
     assert an.stats["nnz_L"] == brute_force_nnz_L(A, an.perm)
     assert an.stats["nnz_L"] <= plain.stats["nnz_L"]
     assert an.stats["nnz_L_stored"] == plain.stats["nnz_L_stored"]
+
+
+def test_auto_ordering_is_amd_on_small_graphs_and_metis_above():
+    from pastixpy.ordering import AUTO_AMD_MAX
+
+    small = pastixpy.analyze(laplacian((30, 30)))
+    assert small.ordering.method == "amd"
+    side = int(np.ceil(np.sqrt(AUTO_AMD_MAX + 1)))
+    large = pastixpy.analyze(laplacian((side, side)), ordering=("auto", {"seed": 1}))
+    assert large.ordering.method == "metis"
+    metis = pastixpy.analyze(laplacian((side, side)), ordering=("metis", {"seed": 1}))
+    assert np.array_equal(large.perm, metis.perm)
