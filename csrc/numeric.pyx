@@ -17,8 +17,9 @@ from libc.stdint cimport int64_t
 from libc.stdlib cimport calloc, free, malloc
 from openmp cimport (omp_destroy_lock, omp_get_wtime, omp_init_lock, omp_lock_t, omp_set_lock,
                      omp_test_lock, omp_unset_lock)
-from scipy.linalg.cython_blas cimport (cgemm, ctrsm, dgemm, dtrsm, sgemm, strsm, zgemm,
-                                       ztrsm)
+from scipy.linalg.cython_blas cimport (cgemm, cgemv, ctrsm, ctrsv, dgemm, dgemv, dtrsm,
+                                       dtrsv, sgemm, sgemv, strsm, strsv, zgemm, zgemv,
+                                       ztrsm, ztrsv)
 from scipy.linalg.cython_lapack cimport cpotrf, dpotrf, spotrf, zpotrf
 
 cnp.import_array()
@@ -76,6 +77,36 @@ cdef inline void trsm(char side, char uplo, char ta, char diag, int m, int n, sc
         ctrsm(&side, &uplo, &ta, &diag, &m, &n, &alpha, a, &lda, b, &ldb)
     else:
         ztrsm(&side, &uplo, &ta, &diag, &m, &n, &alpha, a, &lda, b, &ldb)
+
+
+cdef inline void gemv(char ta, int m, int n, scalar alpha, scalar* a, int lda, scalar* x,
+                      scalar beta, scalar* y) noexcept nogil:
+    cdef int one = 1
+    if m <= 0 or n <= 0:
+        return
+    if scalar is float:
+        sgemv(&ta, &m, &n, &alpha, a, &lda, x, &one, &beta, y, &one)
+    elif scalar is double:
+        dgemv(&ta, &m, &n, &alpha, a, &lda, x, &one, &beta, y, &one)
+    elif scalar is cfloat:
+        cgemv(&ta, &m, &n, &alpha, a, &lda, x, &one, &beta, y, &one)
+    else:
+        zgemv(&ta, &m, &n, &alpha, a, &lda, x, &one, &beta, y, &one)
+
+
+cdef inline void trsv(char uplo, char ta, char diag, int n, scalar* a, int lda,
+                      scalar* x) noexcept nogil:
+    cdef int one = 1
+    if n <= 0:
+        return
+    if scalar is float:
+        strsv(&uplo, &ta, &diag, &n, a, &lda, x, &one)
+    elif scalar is double:
+        dtrsv(&uplo, &ta, &diag, &n, a, &lda, x, &one)
+    elif scalar is cfloat:
+        ctrsv(&uplo, &ta, &diag, &n, a, &lda, x, &one)
+    else:
+        ztrsv(&uplo, &ta, &diag, &n, a, &lda, x, &one)
 
 
 cdef inline int potrf(int n, scalar* a, int lda) noexcept nogil:
@@ -933,24 +964,75 @@ def factorize_parallel(int kind, scalar[::1] L, scalar[::1] U,
 
 # ----------------------------------------------------------------------------- solves
 
+# Solves work on X of shape (n, nrhs) in row-major order: the right-hand sides of one
+# unknown are contiguous, so the rows of a blok are one run to scatter or gather. The
+# BLAS see the nrhs x n column-major transpose Y = Xᵀ: op(A)⁻¹ X becomes Y op(A)⁻ᵀ
+# (trsm from the right), op(A) X becomes Y op(A)ᵀ. With one right-hand side both
+# layouts are the same vector, and gemv/trsv read each panel once.
+
+cdef inline char transposed(char trans) noexcept nogil:
+    """op(A)ᵀ = op'(A): 'N' <-> 'T' (a conjugate op is turned into 'T' beforehand)."""
+    return c'T' if trans == c'N' else c'N'
+
+
+cdef inline void conjugate(scalar* x, idx_t size) noexcept nogil:
+    cdef idx_t i
+    if scalar is cfloat or scalar is cdouble:
+        for i in range(size):
+            x[i] = x[i].conjugate()
+
+
+cdef inline void permute_rows(scalar* X, int nrhs, idx_t fc, int w, const idx_t* lperm,
+                              bint inverse, scalar* tmp) noexcept nogil:
+    """Rows fc..fc+w of X from rows ``lperm[fc..fc+w]`` (or back to them: ``inverse``)."""
+    cdef idx_t i, r
+    if not inverse:
+        for i in range(w):
+            for r in range(nrhs):
+                tmp[i * nrhs + r] = X[lperm[fc + i] * nrhs + r]
+        for i in range(w * nrhs):
+            X[fc * nrhs + i] = tmp[i]
+    else:
+        for i in range(w * nrhs):
+            tmp[i] = X[fc * nrhs + i]
+        for i in range(w):
+            for r in range(nrhs):
+                X[lperm[fc + i] * nrhs + r] = tmp[i * nrhs + r]
+
+
+cdef inline void solve_diag_block(char uplo, char ta, char diag, int w, int nrhs, scalar* a,
+                                  int lda, scalar* x) noexcept nogil:
+    """X ← op(A)⁻¹ X for a triangular diagonal block and w rows of row-major X."""
+    cdef scalar one = 1
+    if nrhs == 1:
+        trsv(uplo, ta, diag, w, a, lda, x)
+    else:
+        trsm(c'R', uplo, transposed(ta), diag, nrhs, w, one, a, lda, x, nrhs)
+
+
 def solve_forward(scalar[::1] X, idx_t n, int nrhs, const scalar[::1] diagpanels,
                   const scalar[::1] offpanels,
                   int uplo, int trans, bint unit, const idx_t[::1] lperm,
                   const idx_t[::1] fcol, const idx_t[::1] bloknum, const idx_t[::1] coefind,
                   const idx_t[::1] stride, const idx_t[::1] frow, const idx_t[::1] lrow,
                   const idx_t[::1] bcoef):
-    """Forward substitution by cblk on X (n x nrhs, column-major), in pivot order.
+    """Forward substitution by cblk on X (n x nrhs, row-major), in pivot order.
 
-    Per cblk: permute by ``lperm`` (LDLᵀ local pivots; empty to skip), solve with
-    the diagonal block (``uplo``, ``trans``, ``unit`` as for trsm), then subtract
-    the off-diagonal panel times the solution from the rows it faces.
+    Per cblk: permute by ``lperm`` (local pivots; empty to skip), solve with the
+    diagonal block (``uplo``, ``trans`` in 'N'/'T', ``unit`` as for trsm), then
+    subtract the off-diagonal panel times the solution from the rows it faces.
     """
-    cdef scalar one = 1, mone = -1, zero = 0
-    cdef idx_t ncblk = fcol.shape[0] - 1, k, b, fc, i, r, off, rowsmax = 1
+    cdef scalar one = 1, zero = 0
+    cdef idx_t ncblk = fcol.shape[0] - 1, k, b, fc, i, r, rowsmax = 1
     cdef int w, m, h
     cdef char cuplo = uplo, ctrans = trans, cunit = c'U' if unit else c'N'
     cdef bint permute = lperm.shape[0] > 0
     cdef scalar* tmp
+    cdef scalar* xb
+    cdef scalar* src
+    cdef scalar* dst
+    if ctrans == c'C':
+        raise ValueError("solve_forward: trans must be 'N' or 'T'")
     for k in range(ncblk):
         rowsmax = max(rowsmax, max(stride[k], fcol[k + 1] - fcol[k]) * nrhs)
     tmp = <scalar*>malloc(rowsmax * sizeof(scalar))
@@ -961,23 +1043,34 @@ def solve_forward(scalar[::1] X, idx_t n, int nrhs, const scalar[::1] diagpanels
             fc = fcol[k]
             w = fcol[k + 1] - fc
             m = stride[k]
+            xb = &X[fc * nrhs]
             if permute:
-                for r in range(nrhs):
-                    for i in range(w):
-                        tmp[i + r * w] = X[lperm[fc + i] + r * n]
-                    for i in range(w):
-                        X[fc + i + r * n] = tmp[i + r * w]
-            trsm(c'L', cuplo, ctrans, cunit, w, nrhs, one, <scalar*>&diagpanels[coefind[k]], m,
-                 &X[fc], n)
-            if m > w:
-                gemm(c'N', c'N', m - w, nrhs, w, one, <scalar*>&offpanels[coefind[k] + w], m, &X[fc],
-                     n, zero, tmp, m - w)
-                for b in range(bloknum[k] + 1, bloknum[k + 1]):
-                    h = lrow[b] - frow[b] + 1
-                    off = bcoef[b] - w
-                    for r in range(nrhs):
-                        for i in range(h):
-                            X[frow[b] + i + r * n] -= tmp[off + i + r * (m - w)]
+                permute_rows(&X[0], nrhs, fc, w, &lperm[0], False, tmp)
+            solve_diag_block(cuplo, ctrans, cunit, w, nrhs, <scalar*>&diagpanels[coefind[k]], m,
+                             xb)
+            if m == w:
+                continue
+            # tmp = L21 X_k, (m - w) x nrhs. With several right-hand sides it is made
+            # column-major, L21 being gemm's untransposed A (packed fastest; as the
+            # transposed B of the row-major product, its packing took a fifth of the
+            # solve), and the scatter transposes it.
+            if nrhs == 1:
+                gemv(c'N', m - w, w, one, <scalar*>&offpanels[coefind[k] + w], m, xb, zero, tmp)
+            else:
+                gemm(c'N', c'T', m - w, nrhs, w, one, <scalar*>&offpanels[coefind[k] + w], m,
+                     xb, nrhs, zero, tmp, m - w)
+            for b in range(bloknum[k] + 1, bloknum[k + 1]):
+                h = lrow[b] - frow[b] + 1
+                dst = &X[frow[b] * nrhs]
+                if nrhs > 1:
+                    src = tmp + (bcoef[b] - w)
+                    for i in range(h):
+                        for r in range(nrhs):
+                            dst[i * nrhs + r] -= src[i + r * (m - w)]
+                else:
+                    src = tmp + (bcoef[b] - w) * nrhs
+                    for i in range(h * nrhs):
+                        dst[i] -= src[i]
     free(tmp)
 
 
@@ -987,52 +1080,73 @@ def solve_backward(scalar[::1] X, idx_t n, int nrhs, const scalar[::1] diagpanel
                    const idx_t[::1] fcol, const idx_t[::1] bloknum, const idx_t[::1] coefind,
                    const idx_t[::1] stride, const idx_t[::1] frow, const idx_t[::1] lrow,
                    const idx_t[::1] bcoef):
-    """Backward substitution by cblk in reverse order: gather the rows a cblk faces,
-    subtract ``offpanels``ᵀ (``offtrans``) times them, solve with the diagonal block,
-    then undo ``lperm``."""
-    cdef scalar one = 1, mone = -1, zero = 0
-    cdef idx_t ncblk = fcol.shape[0] - 1, k, b, fc, i, r, off, rowsmax = 1
+    """Backward substitution by cblk in reverse order on X (n x nrhs, row-major): gather
+    the rows a cblk faces, subtract ``offpanels``ᵀ (``offtrans``: 'T' or 'C') times them,
+    solve with the diagonal block, then undo ``lperm``.
+
+    Conjugate ops ('C'), with several right-hand sides, are solved as
+    conj(op(A)⁻¹ X) = opᵀ(A)⁻¹ conj(X): then ``offtrans`` and ``trans`` must both be 'C'.
+    """
+    cdef scalar one = 1, mone = -1
+    cdef idx_t ncblk = fcol.shape[0] - 1, k, b, fc, i, rowsmax = 1
     cdef int w, m, h
     cdef char cuplo = uplo, ctrans = trans, cunit = c'U' if unit else c'N', cofft = offtrans
-    cdef bint permute = lperm.shape[0] > 0
+    cdef bint permute = lperm.shape[0] > 0, conj = False
     cdef scalar* tmp
+    cdef scalar* xb
+    cdef scalar* src
+    cdef scalar* dst
+    if cofft == c'N':
+        raise ValueError("solve_backward: offtrans must be 'T' or 'C'")
+    if nrhs > 1 and (cofft == c'C' or ctrans == c'C'):
+        if cofft != ctrans:
+            raise ValueError("solve_backward: conjugate ops must be conjugate on both parts")
+        conj = True
+        cofft = ctrans = c'T'
     for k in range(ncblk):
         rowsmax = max(rowsmax, max(stride[k], fcol[k + 1] - fcol[k]) * nrhs)
     tmp = <scalar*>malloc(rowsmax * sizeof(scalar))
     if tmp == NULL:
         raise MemoryError("cannot allocate the solve work buffer")
     with nogil:
+        if conj:
+            conjugate(&X[0], n * nrhs)
         for k in range(ncblk - 1, -1, -1):
             fc = fcol[k]
             w = fcol[k + 1] - fc
             m = stride[k]
+            xb = &X[fc * nrhs]
             if m > w:
                 for b in range(bloknum[k] + 1, bloknum[k + 1]):
-                    h = lrow[b] - frow[b] + 1
-                    off = bcoef[b] - w
-                    for r in range(nrhs):
-                        for i in range(h):
-                            tmp[off + i + r * (m - w)] = X[frow[b] + i + r * n]
-                gemm(cofft, c'N', w, nrhs, m - w, mone, <scalar*>&offpanels[coefind[k] + w], m, tmp,
-                     m - w, one, &X[fc], n)
-            trsm(c'L', cuplo, ctrans, cunit, w, nrhs, one, <scalar*>&diagpanels[coefind[k]], m,
-                 &X[fc], n)
+                    h = (lrow[b] - frow[b] + 1) * nrhs
+                    src = &X[frow[b] * nrhs]
+                    dst = tmp + (bcoef[b] - w) * nrhs
+                    for i in range(h):
+                        dst[i] = src[i]
+                # X_k -= op(L21) tmp, i.e. Y_k -= tmpᵀ L21 for 'T'.
+                if nrhs == 1:
+                    gemv(cofft, m - w, w, mone, <scalar*>&offpanels[coefind[k] + w], m, tmp,
+                         one, xb)
+                else:
+                    gemm(c'N', c'N', nrhs, w, m - w, mone, tmp, nrhs,
+                         <scalar*>&offpanels[coefind[k] + w], m, one, xb, nrhs)
+            solve_diag_block(cuplo, ctrans, cunit, w, nrhs, <scalar*>&diagpanels[coefind[k]], m,
+                             xb)
             if permute:
-                for r in range(nrhs):
-                    for i in range(w):
-                        tmp[i + r * w] = X[fc + i + r * n]
-                    for i in range(w):
-                        X[lperm[fc + i] + r * n] = tmp[i + r * w]
+                permute_rows(&X[0], nrhs, fc, w, &lperm[0], True, tmp)
+        if conj:
+            conjugate(&X[0], n * nrhs)
     free(tmp)
 
 
 def solve_diagonal(scalar[::1] X, idx_t n, int nrhs, const scalar[::1] L, const scalar[::1] dsub,
                    bint conj, const signed char[::1] pivtype, const idx_t[::1] fcol,
                    const idx_t[::1] coefind, const idx_t[::1] stride):
-    """X ← D⁻¹ X for the block diagonal D of an LDLᵀ/LDLᴴ factorization."""
+    """X ← D⁻¹ X (X row-major) for the block diagonal D of an LDLᵀ/LDLᴴ factorization."""
     cdef idx_t ncblk = fcol.shape[0] - 1, k, fc, j, r
     cdef int w, m
     cdef const scalar* d
+    cdef scalar* x
     cdef scalar d11, d21, d12, d22, det, x1, x2
     with nogil:
         for k in range(ncblk):
@@ -1042,9 +1156,10 @@ def solve_diagonal(scalar[::1] X, idx_t n, int nrhs, const scalar[::1] L, const 
             d = &L[coefind[k]]
             j = 0
             while j < w:
+                x = &X[(fc + j) * nrhs]
                 if pivtype[fc + j] == 1:
                     for r in range(nrhs):
-                        X[fc + j + r * n] = X[fc + j + r * n] / d[j + j * m]
+                        x[r] = x[r] / d[j + j * m]
                     j += 1
                 else:
                     d11 = d[j + j * m]
@@ -1053,10 +1168,10 @@ def solve_diagonal(scalar[::1] X, idx_t n, int nrhs, const scalar[::1] L, const 
                     d12 = cj(d21, conj)
                     det = d11 * d22 - d12 * d21
                     for r in range(nrhs):
-                        x1 = X[fc + j + r * n]
-                        x2 = X[fc + j + 1 + r * n]
-                        X[fc + j + r * n] = (d22 * x1 - d12 * x2) / det
-                        X[fc + j + 1 + r * n] = (d11 * x2 - d21 * x1) / det
+                        x1 = x[r]
+                        x2 = x[nrhs + r]
+                        x[r] = (d22 * x1 - d12 * x2) / det
+                        x[nrhs + r] = (d11 * x2 - d21 * x1) / det
                     j += 2
 
 

@@ -337,17 +337,21 @@ class Factorization:
         if trans == "T" and self.kind in ("llt", "ldlh") and np.iscomplexobj(R):
             return np.conj(self._apply_inverse(np.conj(R), "N"))  # Aᵀ = conj(A)
         prep, perm = self._prep, self.analysis.perm
+        scaled = prep.scaled
         real = np.finfo(self.dtype).dtype  # keep single-precision solves single
         dr, dc = prep.dr.astype(real), prep.dc.astype(real)
         if trans == "N":
             c = R[prep.row_perm] if prep.row_perm is not None else R
-            c = dr[:, None] * c
+            c = dr[:, None] * c if scaled else c
         else:
-            c = dc[:, None] * R
-        X = np.asfortranarray(c[perm])
+            c = dc[:, None] * R if scaled else R
+        # Rows gathered into pivot order, row-major for the kernels, in one pass.
+        X = np.take(c, perm, axis=0, out=np.empty(c.shape, c.dtype))
         self._factors.solve_inplace(X, "T" if trans == "T" and self.kind == "lu" else "N")
         y = np.empty_like(X)
         y[perm] = X
+        if not scaled:
+            return y
         if trans == "N":
             return dc[:, None] * y
         x = dr[:, None] * y

@@ -187,12 +187,16 @@ class Factors:
         return np.iscomplexobj(self.L) and self.kind in ("llt", "ldlh")
 
     def solve_inplace(self, X, trans="N"):
-        """Solve (P B Pᵀ) X = R in place, X in pivot order, (n, nrhs) column-major.
+        """Solve (P B Pᵀ) X = R in place, X in pivot order, (n, nrhs) row-major.
 
-        ``trans`` is ``"N"`` or ``"T"`` (LU); symmetric kinds ignore it.
+        Row-major keeps the right-hand sides of an unknown together, so the rows
+        of a block are one contiguous run for the kernels. ``trans`` is ``"N"`` or
+        ``"T"`` (LU); symmetric kinds ignore it.
         """
+        if not X.flags.c_contiguous:
+            raise ValueError("solve_inplace needs a row-major (C-contiguous) X")
         n, nrhs = X.shape
-        flat = X.reshape(-1, order="F")
+        flat = X.reshape(-1)
         lay = self.layout.solve_args
         tr = ord("C") if self.conj else ord("T")
         L, U = self.L, self.U

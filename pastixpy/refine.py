@@ -8,11 +8,19 @@ import numpy as np
 import scipy.sparse.linalg as sla
 
 
+def _max_abs(a):
+    """Largest magnitude of each column of a 2-D array (real: no temporary array)."""
+    if np.iscomplexobj(a):
+        return np.abs(a).max(axis=0)
+    return np.maximum(a.max(axis=0), -a.min(axis=0))
+
+
 def backward_error(matvec, x, b, norm_a):
     """Backward error of every column of x (a 2-D array)."""
-    r = b - matvec(x)
-    num = np.abs(r).max(axis=0)
-    den = norm_a * np.abs(x).max(axis=0) + np.abs(b).max(axis=0)
+    r = matvec(x)
+    np.subtract(b, r, out=r)
+    num = _max_abs(r)
+    den = norm_a * _max_abs(x) + _max_abs(b)
     with np.errstate(invalid="ignore", divide="ignore"):
         berr = np.where(den > 0, num / np.where(den > 0, den, 1), 0.0)
     return np.where(np.isfinite(berr), berr, np.inf)

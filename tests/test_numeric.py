@@ -576,7 +576,7 @@ def kernel_factor(B, kind, ordering="metis", pivot_tol=1e-300, progress=None):
 
 def kernel_solve(factors, an, R, trans="N"):
     """x = B⁻¹ R (or B⁻ᵀ R) with the raw factors, mapping to and from pivot order."""
-    X = np.asfortranarray(R[an.perm].astype(factors.L.dtype))
+    X = np.ascontiguousarray(R[an.perm].astype(factors.L.dtype))
     factors.solve_inplace(X, trans)
     x = np.empty_like(X)
     x[an.perm] = X
