@@ -17,9 +17,9 @@ from libc.stdint cimport int64_t
 from libc.stdlib cimport calloc, free, malloc
 from openmp cimport (omp_destroy_lock, omp_get_wtime, omp_init_lock, omp_lock_t, omp_set_lock,
                      omp_test_lock, omp_unset_lock)
-from scipy.linalg.cython_blas cimport (cgemm, cgemv, ctrsm, ctrsv, dgemm, dgemv, dtrsm,
-                                       dtrsv, sgemm, sgemv, strsm, strsv, zgemm, zgemv,
-                                       ztrsm, ztrsv)
+from scipy.linalg.cython_blas cimport (cgemm, cgemv, cherk, ctrsm, ctrsv, dgemm, dgemv,
+                                       dsyrk, dtrsm, dtrsv, sgemm, sgemv, ssyrk, strsm,
+                                       strsv, zgemm, zgemv, zherk, ztrsm, ztrsv)
 from scipy.linalg.cython_lapack cimport cpotrf, dpotrf, spotrf, zpotrf
 
 cnp.import_array()
@@ -63,6 +63,23 @@ cdef inline void gemm(char ta, char tb, int m, int n, int k, scalar alpha, scala
         cgemm(&ta, &tb, &m, &n, &k, &alpha, a, &lda, b, &ldb, &beta, c, &ldc)
     else:
         zgemm(&ta, &tb, &m, &n, &k, &alpha, a, &lda, b, &ldb, &beta, c, &ldc)
+
+
+cdef inline void rank_k_lower(int n, int k, double alpha, scalar* a, int lda, double beta,
+                              scalar* c, int ldc) noexcept nogil:
+    """Lower triangle of C ← alpha A Aᵀ + beta C (A Aᴴ for complex: LLᴴ), A n x k."""
+    cdef char uplo = c'L', tn = c'N'
+    cdef float fa = alpha, fb = beta
+    if n <= 0:
+        return
+    if scalar is float:
+        ssyrk(&uplo, &tn, &n, &k, &fa, a, &lda, &fb, c, &ldc)
+    elif scalar is double:
+        dsyrk(&uplo, &tn, &n, &k, &alpha, a, &lda, &beta, c, &ldc)
+    elif scalar is cfloat:
+        cherk(&uplo, &tn, &n, &k, &fa, a, &lda, &fb, c, &ldc)
+    else:
+        zherk(&uplo, &tn, &n, &k, &alpha, a, &lda, &beta, c, &ldc)
 
 
 cdef inline void trsm(char side, char uplo, char ta, char diag, int m, int n, scalar alpha,
@@ -597,9 +614,11 @@ cdef void update_direct(const Panels* P, idx_t k, idx_t b, idx_t d,
     cdef int h = P.lrow[b] - P.frow[b] + 1, M = m - cb
     cdef scalar* base = <scalar*>P.L + P.coefind[k]
     cdef scalar* L = <scalar*>P.L
+    cdef idx_t sf = P.stride[P.fcblk[b]]
     if P.kind == LLT:
-        gemm(c'N', tr, M, h, w, mone, base + cb, m, base + cb, m, one, &L[d],
-             P.stride[P.fcblk[b]])
+        # The top h x h lands in the target's diagonal block: its lower triangle only.
+        rank_k_lower(h, w, -1.0, base + cb, m, 1.0, &L[d], sf)
+        gemm(c'N', tr, M - h, h, w, mone, base + cb + h, m, base + cb, m, one, &L[d + h], sf)
     else:
         gemm(c'N', tr, M, h, w, mone, wbuf + (cb - w), m - w, base + cb, m, one, &L[d],
              P.stride[P.fcblk[b]])
@@ -617,8 +636,15 @@ cdef void update_products(const Panels* P, idx_t k, idx_t b, idx_t e, scalar* wb
     cdef int H = group_rows(P, b, e), M = m - cb
     cdef scalar* base = <scalar*>P.L + P.coefind[k]
     cdef scalar* ubase
+    cdef int i, j
     if P.kind == LLT:
-        gemm(c'N', tr, M, H, w, one, base + cb, m, base + cb, m, zero, work, M)
+        # The group's own H x H is symmetric: its lower triangle, the upper zeroed
+        # (scatters subtract it into the unused upper part of diagonal blocks).
+        rank_k_lower(H, w, 1.0, base + cb, m, 0.0, work, M)
+        for j in range(1, H):
+            for i in range(j):
+                work[i + j * M] = 0
+        gemm(c'N', tr, M - H, H, w, one, base + cb + H, m, base + cb, m, zero, work + H, M)
     elif P.kind == LU:
         ubase = <scalar*>P.U + P.coefind[k]
         gemm(c'N', c'T', M, H, w, one, base + cb, m, ubase + cb, m, zero, work, M)
