@@ -4,6 +4,8 @@ Works in pivot order on an already preprocessed matrix B (scaled, rows
 matched); :mod:`pastixpy.api` maps user vectors to and from that space.
 """
 
+import ctypes
+import ctypes.util
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,6 +31,29 @@ def _after_fork_in_child():
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _find_malloc_trim():
+    """glibc's ``malloc_trim``, or None (other C libraries, other systems)."""
+    name = ctypes.util.find_library("c")
+    try:
+        return ctypes.CDLL(name).malloc_trim if name else None
+    except (OSError, AttributeError):
+        return None
+
+
+_malloc_trim = _find_malloc_trim()
+
+
+def release_free_memory():
+    """Give the memory that freed temporaries left in the C heap back to the system.
+
+    glibc keeps freed blocks for reuse; after an analysis (METIS, sorts) that is
+    about 100 MB on a 60³ Laplacian, which would count in the process's peak
+    on top of the factor allocated next. A no-op where glibc is not used.
+    """
+    if _malloc_trim is not None:
+        _malloc_trim(0)
 
 
 @dataclass(frozen=True)
@@ -288,6 +313,7 @@ def factorize_numeric(B, analysis, layout, amap, kind, pivot_tol, progress=None,
         the first failing column in pivot order, whatever the number of threads.
     """
     n = B.shape[0]
+    release_free_memory()
     L = np.zeros(layout.size, dtype=B.dtype)
     L[amap.pos_l] = B.data[amap.src_l]
     U = np.zeros(layout.size if kind == "lu" else 0, dtype=B.dtype)
