@@ -11,7 +11,7 @@ import numpy as np
 
 from . import _symbolic
 from .errors import PastixError
-from .matrix import canonical_csc, matrix_symmetry, symmetric_pattern
+from .matrix import canonical_csc, compact_index, matrix_symmetry, symmetric_pattern
 from .options import parse_option
 from .ordering import Ordering, check_pairs, keep_pairs_adjacent, order
 from .symbolic import (
@@ -307,6 +307,8 @@ def analyze(
         "seconds": seconds,
         "ordering_seconds": dict(ordered.seconds),
     }
+    # Kept to check reuse and invariants; int32 halves them where n allows.
+    xadj, adjncy = compact_index(xadj), compact_index(adjncy)
     return Analysis(n, kind, ordered, tree, symbol, stats, xadj, adjncy)
 
 

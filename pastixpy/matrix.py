@@ -150,3 +150,9 @@ def matrix_symmetry(C):
             return "hermitian"
         return "symmetric" if is_zero(C - C.T) else "general"
     return "symmetric" if is_zero(C - C.T) else "general"
+
+
+def compact_index(a):
+    """An index array as int32 when its values allow, else int64."""
+    small = a.size == 0 or (a.min() >= 0 and a.max() < np.iinfo(np.int32).max)
+    return a.astype(np.int32 if small else np.int64, copy=False)

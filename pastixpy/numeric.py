@@ -15,6 +15,7 @@ from threadpoolctl import ThreadpoolController
 
 from . import _numeric
 from .errors import NotPositiveDefiniteError
+from .matrix import compact_index
 
 #: Factorization kinds the kernels know.
 KIND_CODES = _numeric.KIND_CODES
@@ -136,13 +137,19 @@ class PanelLayout:
 class AssemblyMap:
     """Where each stored entry of B goes: L panels (``to_l``) or Uᵀ panels (``to_u``).
 
-    ``src_*`` index B's data array (canonical CSC), ``pos_*`` the flat panels.
+    ``src_*`` index B's data array (canonical CSC), ``pos_*`` the flat panels; both
+    int32 when the sizes allow (a factorization keeps them for refactorize: two
+    indices per entry of A).
     """
 
     src_l: np.ndarray
     pos_l: np.ndarray
     src_u: np.ndarray
     pos_u: np.ndarray
+
+    def __post_init__(self):
+        for name in ("src_l", "pos_l", "src_u", "pos_u"):
+            object.__setattr__(self, name, compact_index(getattr(self, name)))
 
     @classmethod
     def build(cls, B, iperm, layout, kind):
