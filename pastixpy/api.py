@@ -25,6 +25,7 @@ from .errors import (
 from .matrix import canonical_csc, matrix_symmetry
 from .numeric import AssemblyMap, PanelLayout, blas_threads, factorize_numeric
 from .options import parse_option
+from .ordering import ORDERINGS
 from .preprocess import check_structural_rank, preprocess
 from .refine import backward_error, refine
 
@@ -195,8 +196,10 @@ class Factorization:
         t0 = time.perf_counter()
         B = self._prep.apply(self._C)
         ordering = self._options["ordering"]
-        if self.analysis.ordering.method == "amd" and _option_name(ordering) == "auto":
-            ordering = ("metis", dict(ordering[1])) if isinstance(ordering, tuple) else "metis"
+        if self.analysis.ordering.method == "amd" and isinstance(ordering, (str, tuple)):
+            name, kwargs = parse_option(ordering, ORDERINGS, "ordering")
+            if name == "auto":
+                ordering = ("metis", kwargs)
         self.analysis = analyze(
             B,
             ordering=ordering,
@@ -550,15 +553,6 @@ def _parity(p):
     graph = sp.csr_array((np.ones(n), (np.arange(n), p)), shape=(n, n))
     ncycles = sp.csgraph.connected_components(graph, directed=True, connection="weak")[0]
     return (n - ncycles) % 2
-
-
-def _option_name(option):
-    """The name of an option given as ``'name'`` or ``('name', {kwargs})``, else None."""
-    if isinstance(option, str):
-        return option
-    if isinstance(option, tuple) and option and isinstance(option[0], str):
-        return option[0]
-    return None
 
 
 def _norm_inf(C):
