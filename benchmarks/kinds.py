@@ -34,7 +34,8 @@ def main(argv=None):
     print(f"BLAS kernels: {', '.join(sorted(kernels))}; threads {args.threads}")
     head = ("LLᵀ s", "LDLᵀ s", "LU s", "LDLᵀ/LLᵀ", "LU/LLᵀ")
     print(f"{'problem':32s} " + " ".join(f"{h:>9s}" for h in head))
-    for prob in select(all_problems(quick=False), args.problems.split(",")):
+    problems, _ = all_problems(quick=False)
+    for prob in select(problems, args.problems.split(",")):
         A = prob.build()
         analyses = {}
         for kind in KINDS:
