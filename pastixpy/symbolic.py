@@ -264,14 +264,12 @@ def reorder_supernodes(xadj, adjncy, tree, fcol, together=None):
     if together is not None:
         unit[together] -= 1
     fund = np.cumsum(~_fundamental_joins(tree)) - 1
+    pinned = np.zeros(fund[-1] + 1, dtype=bool)
     if together is not None:
         # A pair across two fundamental supernodes pins both.
         second = np.flatnonzero(together)
         split = second[fund[second] != fund[second - 1]]
-        pinned = np.zeros(fund[-1] + 1, dtype=bool)
         pinned[fund[split]] = pinned[fund[split - 1]] = True
-    else:
-        pinned = np.zeros(fund[-1] + 1, dtype=bool)
     # Sets: the units of each (cblk, fundamental supernode) pair, one run of ``rows``
     # each (a cblk's rows are sorted), without repeats of a pair's unit.
     owner = np.repeat(np.arange(ncblk, dtype=np.int64), np.diff(rowptr))
