@@ -368,25 +368,13 @@ cdef void apply_dinv_right(int w, int rows, scalar* diag, int ldd, scalar* x, in
 
 # ----------------------------------------------------------------------------- factorization
 
-cdef void scatter_sub(scalar* c, int ldc, idx_t rowbase, int ncols, idx_t k, idx_t bfirst,
-                      idx_t b, idx_t f, scalar* target, const idx_t* fcol,
-                      const idx_t* bloknum, const idx_t* coefind, const idx_t* stride,
-                      const idx_t* frow, const idx_t* lrow, const idx_t* bcoef,
-                      idx_t* runs) noexcept nogil:
-    """Subtract the update ``c`` of cblk k's bloks ``bfirst..`` (columns: the rows of blok b)
-    from the panel of cblk f. Each blok of k lies inside one blok of f (closure).
-
-    The rows of ``c`` are k's bloks stacked; where consecutive ones also follow each
-    other in f's panel they make one run (``runs`` holds 2 entries per blok), and the
-    runs are subtracted column by column, streaming through ``c`` and f's panel."""
-    cdef idx_t b2, fb = bloknum[f], fend = bloknum[f + 1], sf = stride[f]
-    cdef idx_t nrun = 0, i, j, r, dstrow, h2, first
-    cdef scalar* src
-    cdef scalar* dst
-    cdef scalar* base = target + coefind[f] + (frow[b] - fcol[f]) * sf
-    if bfirst >= bloknum[k + 1]:
-        return
-    first = bcoef[bfirst] - rowbase
+cdef idx_t row_runs(idx_t k, idx_t bfirst, idx_t f, const idx_t* bloknum, const idx_t* frow,
+                    const idx_t* lrow, const idx_t* bcoef, idx_t* runs) noexcept nogil:
+    """Where the rows of cblk k's bloks ``bfirst..`` lie in cblk f's panel (each lies inside
+    one blok of f: closure). Consecutive bloks that also follow each other there make one
+    run; ``runs`` gets a (first row in f's panel, height) pair per run, in k's row order.
+    Returns the number of runs."""
+    cdef idx_t b2, fb = bloknum[f], fend = bloknum[f + 1], nrun = 0, h2, dstrow
     for b2 in range(bfirst, bloknum[k + 1]):
         while fb < fend and lrow[fb] < frow[b2]:
             fb += 1
@@ -398,33 +386,41 @@ cdef void scatter_sub(scalar* c, int ldc, idx_t rowbase, int ncols, idx_t k, idx
             runs[2 * nrun] = dstrow
             runs[2 * nrun + 1] = h2
             nrun += 1
+    return nrun
+
+
+cdef void subtract_runs(const scalar* c, idx_t ldc, idx_t ncols, scalar* dst, idx_t ldd,
+                        const idx_t* runs, idx_t nrun) noexcept nogil:
+    """Subtract the rows of ``c`` (the runs stacked) from the runs' rows of ``dst``,
+    column by column: both are streamed through once."""
+    cdef idx_t i, j, r, row, h
+    cdef const scalar* src
+    cdef scalar* col
     for j in range(ncols):
-        src = c + first + j * ldc
-        dst = base + j * sf
+        src = c + j * ldc
+        col = dst + j * ldd
         for r in range(nrun):
-            dstrow = runs[2 * r]
-            h2 = runs[2 * r + 1]
-            for i in range(h2):
-                dst[dstrow + i] -= src[i]
-            src += h2
+            row = runs[2 * r]
+            h = runs[2 * r + 1]
+            for i in range(h):
+                col[row + i] -= src[i]
+            src += h
 
 
-cdef idx_t direct_offset(idx_t k, idx_t b, idx_t f, const idx_t* fcol, const idx_t* bloknum,
-                         const idx_t* coefind, const idx_t* stride, const idx_t* frow,
-                         const idx_t* lrow, const idx_t* bcoef) noexcept nogil:
-    """Offset in f's panel where the update of cblk k's bloks b.. can be written straight,
-    or -1 when their rows are not contiguous there (a scatter is needed)."""
-    cdef idx_t b2, fb = bloknum[f], fend = bloknum[f + 1], sf = stride[f]
-    cdef idx_t start = -1, dst
-    for b2 in range(b, bloknum[k + 1]):
-        while fb < fend and lrow[fb] < frow[b2]:
-            fb += 1
-        dst = bcoef[fb] + (frow[b2] - frow[fb])
-        if start == -1:
-            start = dst
-        elif dst != start + (bcoef[b2] - bcoef[b]):
-            return -1
-    return coefind[f] + start + (frow[b] - fcol[f]) * sf
+cdef void scatter_sub(scalar* c, int ldc, idx_t rowbase, int ncols, idx_t k, idx_t bfirst,
+                      idx_t b, idx_t f, scalar* target, const idx_t* fcol,
+                      const idx_t* bloknum, const idx_t* coefind, const idx_t* stride,
+                      const idx_t* frow, const idx_t* lrow, const idx_t* bcoef,
+                      idx_t* runs) noexcept nogil:
+    """Subtract the update ``c`` of cblk k's bloks ``bfirst..`` (columns: the rows of blok b)
+    from the panel of cblk f. ``c``'s rows are k's bloks stacked from panel row
+    ``rowbase``; ``runs`` is scratch for :func:`row_runs` (2 entries per blok)."""
+    cdef idx_t nrun
+    if bfirst >= bloknum[k + 1]:
+        return
+    nrun = row_runs(k, bfirst, f, bloknum, frow, lrow, bcoef, runs)
+    subtract_runs(c + (bcoef[bfirst] - rowbase), ldc, ncols,
+                  target + coefind[f] + (frow[b] - fcol[f]) * stride[f], stride[f], runs, nrun)
 
 
 cdef void scatter_sub_transposed(scalar* c, int ldc, idx_t rowbase, int ncols, idx_t bfirst,
@@ -499,6 +495,9 @@ cdef enum:
     # rows: the gemm packs the panel below them once instead of once per blok,
     # which dominated on the many thin bloks of nested-dissection separators.
     GROUP_ROWS = 64
+    # A lone blok's update goes straight into the target panel for each run of at
+    # least this many rows contiguous there; shorter runs are scattered from a product.
+    DIRECT_ROWS = 64
 
 
 cdef inline idx_t group_end(const Panels* P, idx_t k, idx_t b) noexcept nogil:
@@ -595,33 +594,81 @@ cdef idx_t factor_panel(const Panels* P, idx_t k, scalar* wbuf, scalar* tmp,
     return -1
 
 
-cdef inline idx_t update_offset(const Panels* P, idx_t k, idx_t b) noexcept nogil:
-    """Where blok b's update can be accumulated straight into its facing panel, or -1."""
-    if P.kind == LU:
-        return -1
-    return direct_offset(k, b, P.fcblk[b], P.fcol, P.bloknum, P.coefind, P.stride, P.frow,
-                         P.lrow, P.bcoef)
+cdef void update_rows(scalar* left, int lda, scalar* right, int ldr, int h, int w, char tr,
+                      scalar* dst, idx_t ldd, const idx_t* runs, idx_t nrun, scalar* work,
+                      bint symmetric_top) noexcept nogil:
+    """``dst[rows, :h] -= left @ right[:h]ᵀ`` (``tr``: transpose or conjugate transpose;
+    w columns each), where ``left``'s rows are the ``runs`` of :func:`row_runs`, stacked,
+    and ``rows`` their rows in ``dst``. A run of at least ``DIRECT_ROWS`` rows is
+    accumulated straight into ``dst`` by gemm; the shorter runs between two such are
+    computed together into ``work`` and scattered. ``symmetric_top``: the first run starts
+    with ``right``'s own rows, a symmetric h x h of which only the lower triangle is
+    wanted (LLᵀ's diagonal block, by syrk)."""
+    cdef scalar one = 1, mone = -1, zero = 0
+    cdef idx_t r, row, ht, src = 0, pending = -1, pending_src = 0
+    cdef int rows
+    for r in range(nrun + 1):
+        ht = runs[2 * r + 1] if r < nrun else 0
+        if r < nrun and ht < DIRECT_ROWS and not (r == 0 and symmetric_top):
+            if pending < 0:
+                pending, pending_src = r, src
+            src += ht
+            continue
+        if pending >= 0:
+            rows = src - pending_src
+            gemm(c'N', tr, rows, h, w, one, left + pending_src, lda, right, ldr, zero, work,
+                 rows)
+            subtract_runs(work, rows, h, dst, ldd, runs + 2 * pending, r - pending)
+            pending = -1
+        if r == nrun:
+            break
+        row = runs[2 * r]
+        if r == 0 and symmetric_top:
+            rank_k_lower(h, w, -1.0, right, ldr, 1.0, dst + row, ldd)
+            gemm(c'N', tr, ht - h, h, w, mone, left + h, lda, right, ldr, one, dst + row + h,
+                 ldd)
+        else:
+            gemm(c'N', tr, ht, h, w, mone, left + src, lda, right, ldr, one, dst + row, ldd)
+        src += ht
 
 
-cdef void update_direct(const Panels* P, idx_t k, idx_t b, idx_t d,
-                        scalar* wbuf) noexcept nogil:
-    """Accumulate blok b's update of cblk k into the facing panel at offset ``d``
-    (its rows are contiguous there; not LU)."""
+cdef void update_single(const Panels* P, idx_t k, idx_t b, scalar* work, scalar* wbuf,
+                        idx_t* runs) noexcept nogil:
+    """Blok b's update of cblk k when b is a group by itself, by :func:`update_rows` (no
+    product of the whole panel below b, and mostly no scatter)."""
     cdef scalar one = 1, mone = -1
     cdef char tr = c'C' if P.conj else c'T'
-    cdef int w = P.fcol[k + 1] - P.fcol[k], m = P.stride[k]
-    cdef idx_t cb = P.bcoef[b]
-    cdef int h = P.lrow[b] - P.frow[b] + 1, M = m - cb
+    cdef idx_t f = P.fcblk[b], sf = P.stride[f], cb = P.bcoef[b], e, end = P.bloknum[k + 1]
+    cdef idx_t f0 = P.fcol[f], nrun
+    cdef int w = P.fcol[k + 1] - P.fcol[k], m = P.stride[k], h = P.lrow[b] - P.frow[b] + 1
     cdef scalar* base = <scalar*>P.L + P.coefind[k]
-    cdef scalar* L = <scalar*>P.L
-    cdef idx_t sf = P.stride[P.fcblk[b]]
+    cdef scalar* ubase
+    # b's rows are columns of f: their part of f's panel(s).
+    cdef idx_t dst = P.coefind[f] + (P.frow[b] - f0) * sf
+    nrun = row_runs(k, b, f, P.bloknum, P.frow, P.lrow, P.bcoef, runs)
     if P.kind == LLT:
-        # The top h x h lands in the target's diagonal block: its lower triangle only.
-        rank_k_lower(h, w, -1.0, base + cb, m, 1.0, &L[d], sf)
-        gemm(c'N', tr, M - h, h, w, mone, base + cb + h, m, base + cb, m, one, &L[d + h], sf)
+        update_rows(base + cb, m, base + cb, m, h, w, tr, <scalar*>P.L + dst, sf, runs, nrun,
+                    work, True)
+    elif P.kind != LU:
+        # LDLᵀ's left operand is W = A21 L11⁻ᵀ, kept from panel row w on.
+        update_rows(wbuf + (cb - w), m - w, base + cb, m, h, w, tr, <scalar*>P.L + dst, sf,
+                    runs, nrun, work, False)
     else:
-        gemm(c'N', tr, M, h, w, mone, wbuf + (cb - w), m - w, base + cb, m, one, &L[d],
-             P.stride[P.fcblk[b]])
+        ubase = <scalar*>P.U + P.coefind[k]
+        update_rows(base + cb, m, ubase + cb, m, h, w, c'T', <scalar*>P.L + dst, sf, runs,
+                    nrun, work, False)
+        # The Uᵀ rows of the later bloks facing f land in f's diagonal block above its
+        # diagonal, which L's panel stores transposed.
+        e = b + 1
+        while e < end and P.fcblk[e] == f:
+            gemm(c'N', c'T', h, P.lrow[e] - P.frow[e] + 1, w, mone, base + cb, m,
+                 ubase + P.bcoef[e], m, one,
+                 <scalar*>P.L + P.coefind[f] + (P.frow[b] - f0) + (P.frow[e] - f0) * sf, sf)
+            e += 1
+        if e < end:
+            nrun = row_runs(k, e, f, P.bloknum, P.frow, P.lrow, P.bcoef, runs)
+            update_rows(ubase + P.bcoef[e], m, base + cb, m, h, w, c'T', <scalar*>P.U + dst,
+                        sf, runs, nrun, work, False)
 
 
 cdef void update_products(const Panels* P, idx_t k, idx_t b, idx_t e, scalar* wbuf,
@@ -794,7 +841,7 @@ cdef void apply_updates(Scheduler* S, const Panels* P, idx_t k, scalar* work,
     in its target is accumulated there straight when that lock is free. Without
     one (NULL: a single thread), the same updates run in the same order. ``tmp``
     (free once the panel is factored) holds the scatters' row runs."""
-    cdef idx_t b, g, e, d, f, end = P.bloknum[k + 1]
+    cdef idx_t b, g, e, f, end = P.bloknum[k + 1]
     cdef int H
     g = P.bloknum[k] + 1
     while g < end:
@@ -803,9 +850,8 @@ cdef void apply_updates(Scheduler* S, const Panels* P, idx_t k, scalar* work,
         e = group_end(P, k, g)
         if e == g + 1:
             f = P.fcblk[g]
-            d = update_offset(P, k, g)
-            if d >= 0 and (S == NULL or omp_test_lock(&S.locks[f])):
-                update_direct(P, k, g, d, wbuf)
+            if S == NULL or omp_test_lock(&S.locks[f]):
+                update_single(P, k, g, work, wbuf, <idx_t*>tmp)
                 if S != NULL:
                     release_target(S, f)
                 g = e
