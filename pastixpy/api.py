@@ -23,7 +23,7 @@ from .errors import (
     SingularMatrixError,
 )
 from .matrix import canonical_csc, matrix_symmetry
-from .numeric import AssemblyMap, PanelLayout, blas_threads, factorize_numeric
+from .numeric import AssemblyMap, PanelLayout, blas_threads, factorize_numeric, permuted_rows
 from .options import parse_option
 from .ordering import ORDERINGS
 from .preprocess import check_structural_rank, preprocess
@@ -344,24 +344,21 @@ class Factorization:
         real = np.finfo(self.dtype).dtype  # keep single-precision solves single
         dr, dc = prep.dr.astype(real), prep.dc.astype(real)
         if trans == "N":
-            c = R[prep.row_perm] if prep.row_perm is not None else R
+            c = permuted_rows(R, prep.row_perm) if prep.row_perm is not None else R
             c = dr[:, None] * c if scaled else c
         else:
             c = dc[:, None] * R if scaled else R
         # Rows gathered into pivot order, row-major for the kernels, in one pass.
-        X = np.take(c, perm, axis=0, out=np.empty(c.shape, c.dtype))
+        X = permuted_rows(c, perm)
         self._factors.solve_inplace(X, "T" if trans == "T" and self.kind == "lu" else "N")
-        y = np.empty_like(X)
-        y[perm] = X
+        y = permuted_rows(X, perm, inverse=True)
         if not scaled:
             return y
         if trans == "N":
             return dc[:, None] * y
         x = dr[:, None] * y
         if prep.row_perm is not None:
-            out = np.empty_like(x)
-            out[prep.row_perm] = x
-            x = out
+            x = permuted_rows(x, prep.row_perm, inverse=True)
         return x
 
     def _matvec(self, X, trans):

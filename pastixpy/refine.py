@@ -7,12 +7,16 @@ column for several right-hand sides.
 import numpy as np
 import scipy.sparse.linalg as sla
 
+from ._numeric import column_max_abs
+
+_KERNEL_DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
+
 
 def _max_abs(a):
-    """Largest magnitude of each column of a 2-D array (real: no temporary array)."""
-    if np.iscomplexobj(a):
-        return np.abs(a).max(axis=0)
-    return np.maximum(a.max(axis=0), -a.min(axis=0))
+    """Largest magnitude of each column of a 2-D array (one pass over it)."""
+    if a.dtype not in _KERNEL_DTYPES:
+        a = a.astype(np.complex128 if np.iscomplexobj(a) else np.float64)
+    return column_max_abs(np.ascontiguousarray(a))
 
 
 def backward_error(matvec, x, b, norm_a):
@@ -22,7 +26,9 @@ def backward_error(matvec, x, b, norm_a):
     num = _max_abs(r)
     den = norm_a * _max_abs(x) + _max_abs(b)
     with np.errstate(invalid="ignore", divide="ignore"):
-        berr = np.where(den > 0, num / np.where(den > 0, den, 1), 0.0)
+        berr = num / den
+    berr[(den == 0) & (num == 0)] = 0.0  # x = b = 0 exactly
+    # A NaN or Inf anywhere (solution, residual) is no solution at all.
     return np.where(np.isfinite(berr), berr, np.inf)
 
 

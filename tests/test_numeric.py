@@ -25,7 +25,8 @@ from pastixpy.gallery import (
     saddle_point,
     vector_laplacian,
 )
-from pastixpy.numeric import AssemblyMap, PanelLayout, factorize_numeric
+from pastixpy.numeric import AssemblyMap, PanelLayout, factorize_numeric, permuted_rows
+from pastixpy.refine import backward_error as column_backward_errors
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 ORDERINGS = ["metis", "amd", "rcm", "natural"]
@@ -732,3 +733,58 @@ def test_explicit_zeros_in_the_pattern_are_harmless():
             warnings.simplefilter("error")
             x = pastixpy.factorize(A, kind=kind).solve(b)
         assert_solution(A, x, b, np.float64)
+
+
+# ----------------------------------------------------------------------------- solve helpers
+
+DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.integers(1, 60),
+    k=st.integers(1, 20),
+    dtype=st.sampled_from(DTYPES),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_permuted_rows_match_numpy(n, k, dtype, seed):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((n, k)).astype(dtype)
+    if np.iscomplexobj(a):
+        a += 1j * rng.standard_normal((n, k)).astype(dtype)
+    p = rng.permutation(n)
+    np.testing.assert_array_equal(permuted_rows(a, p), a[p])
+    back = np.empty_like(a)
+    back[p] = a
+    np.testing.assert_array_equal(permuted_rows(a, p, inverse=True), back)
+    np.testing.assert_array_equal(permuted_rows(np.asfortranarray(a), p), a[p])
+
+
+def test_permuted_rows_rejects_bad_index():
+    a = np.ones((4, 2))
+    with pytest.raises(IndexError, match="row 4 out of range"):
+        permuted_rows(a, np.array([0, 1, 2, 4]))
+    with pytest.raises(ValueError, match="shapes"):
+        permuted_rows(a, np.array([0, 1, 2]))
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 40), k=st.integers(1, 8), dtype=st.sampled_from(DTYPES + [np.int32]),
+       seed=st.integers(0, 2**31 - 1))
+def test_backward_error_columns_match_definition(n, k, dtype, seed):
+    # ‖b − Ax‖∞ / (‖A‖∞ ‖x‖∞ + ‖b‖∞) per column, against numpy's own reductions.
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((n, n))
+    x = (10 * rng.standard_normal((n, k))).astype(dtype)
+    b = (10 * rng.standard_normal((n, k))).astype(dtype)
+    norm_a = np.abs(A).sum(axis=1).max()
+    berr = column_backward_errors(lambda X: A @ X, x, b, norm_a)
+    r = b - A @ x
+    expect = np.abs(r).max(axis=0) / (norm_a * np.abs(x).max(axis=0) + np.abs(b).max(axis=0))
+    np.testing.assert_allclose(berr, expect, rtol=1e-5)
+
+
+def test_backward_error_flags_non_finite_columns():
+    x = np.array([[1.0, np.nan], [2.0, 1.0]])
+    berr = column_backward_errors(lambda X: X, x, np.ones((2, 2)), 1.0)
+    assert np.isfinite(berr[0]) and berr[1] == np.inf
