@@ -8,7 +8,7 @@ Usage::
 
 For each problem, solver and thread count: analysis, factorization and solve
 seconds (1 and 16 right-hand sides), factor entries, peak memory above the
-baseline, backward error, GFLOP/s (pastixpy's LLᵀ flop count of the problem
+baseline (up to the end of the factorization, and over the whole run), backward error, GFLOP/s (pastixpy's LLᵀ flop count of the problem
 over each solver's factorization time) and ratios to pastixpy, medians of
 ``--runs`` runs. Every run is a fresh process (``worker.py``), so the peak
 memory is that run's own. Solvers that are not installed are reported as such.
@@ -129,6 +129,7 @@ def summarize(runs, ref_runs):
         "nnz_factor": median([r["nnz_factor"] for r in ok]),
         "factor_bytes": median([r["factor_bytes"] for r in ok]),
         "peak_bytes": median([r["peak_bytes"] for r in ok]),
+        "factor_peak_bytes": median([r.get("factor_peak_bytes") for r in ok]),
         "backward_error": max(r["backward_error"] for r in ok),
         "kind": ok[0]["kind"],
         "ordering": ok[0]["ordering"],
@@ -154,9 +155,9 @@ def total(r):
 
 HEADER = (
     "| problem | n | solver | thr | analysis s | factor s | solve s (1) | solve s (16) "
-    "| nnz(L) | peak MiB | factor MiB | backward err | GFLOP/s | factor / pastixpy "
-    "| total / pastixpy | note |\n"
-    "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+    "| nnz(L) | factor peak MiB | peak MiB | factor MiB | backward err | GFLOP/s "
+    "| factor / pastixpy | total / pastixpy | note |\n"
+    "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
 )
 
 
@@ -167,10 +168,10 @@ def fmt(x, spec):
 def row(problem, n, solver, threads, summary, flops, note):
     """One Markdown table row; ``summary`` None gives a row with the note only."""
     if summary is None:
-        return f"| {problem} | {n:,} | {solver} | {threads} |" + " |" * 11 + f" {note} |"
+        return f"| {problem} | {n:,} | {solver} | {threads} |" + " |" * 12 + f" {note} |"
     sec = summary["seconds"]
     rate = flops / sec["factor"] / 1e9 if flops and sec["factor"] else None
-    peak = summary["peak_bytes"]
+    peak, factor_peak = summary["peak_bytes"], summary["factor_peak_bytes"]
     cells = [
         problem,
         f"{n:,}",
@@ -181,6 +182,7 @@ def row(problem, n, solver, threads, summary, flops, note):
         fmt(sec["solve1"], ".3f"),
         fmt(sec["solve16"], ".3f"),
         fmt(summary["nnz_factor"], ",.0f"),
+        fmt(None if factor_peak is None else factor_peak / MiB, ".0f"),
         fmt(None if peak is None else peak / MiB, ".0f"),
         fmt(summary["factor_bytes"] / MiB, ".0f"),
         fmt(summary["backward_error"], ".1e"),
