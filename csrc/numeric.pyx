@@ -1265,34 +1265,27 @@ def diagonal_entries(const scalar[::1] L, const idx_t[::1] fcol, const idx_t[::1
 # take / fancy assignment / max(axis=0) go a row of k entries at a time, several
 # times slower than these single passes for k > 1.
 
-def gather_rows(const scalar[:, ::1] src, const idx_t[::1] index, scalar[:, ::1] out):
-    """``out[i] = src[index[i]]`` for every row i of ``out``."""
+def move_rows(const scalar[:, ::1] src, const idx_t[::1] index, scalar[:, ::1] out,
+              bint scatter):
+    """``out[i] = src[index[i]]`` for every row i of ``out`` (gather), or
+    ``out[index[i]] = src[i]`` for every row i of ``src`` (``scatter``)."""
     cdef idx_t i, j, k = src.shape[1], r
-    if index.shape[0] != out.shape[0] or out.shape[1] != k:
-        raise ValueError("gather_rows: shapes do not match")
+    cdef idx_t nrow = src.shape[0] if scatter else out.shape[0]
+    cdef idx_t bound = out.shape[0] if scatter else src.shape[0]
+    if index.shape[0] != nrow or out.shape[1] != k:
+        raise ValueError("move_rows: shapes do not match")
     with nogil:
-        for i in range(out.shape[0]):
+        for i in range(nrow):
             r = index[i]
-            if r < 0 or r >= src.shape[0]:
+            if r < 0 or r >= bound:
                 with gil:
-                    raise IndexError(f"gather_rows: row {r} out of range")
-            for j in range(k):
-                out[i, j] = src[r, j]
-
-
-def scatter_rows(const scalar[:, ::1] src, const idx_t[::1] index, scalar[:, ::1] out):
-    """``out[index[i]] = src[i]`` for every row i of ``src``."""
-    cdef idx_t i, j, k = src.shape[1], r
-    if index.shape[0] != src.shape[0] or out.shape[1] != k:
-        raise ValueError("scatter_rows: shapes do not match")
-    with nogil:
-        for i in range(src.shape[0]):
-            r = index[i]
-            if r < 0 or r >= out.shape[0]:
-                with gil:
-                    raise IndexError(f"scatter_rows: row {r} out of range")
-            for j in range(k):
-                out[r, j] = src[i, j]
+                    raise IndexError(f"move_rows: row {r} out of range")
+            if scatter:
+                for j in range(k):
+                    out[r, j] = src[i, j]
+            else:
+                for j in range(k):
+                    out[i, j] = src[r, j]
 
 
 def column_max_abs(const scalar[:, ::1] a):

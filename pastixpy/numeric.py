@@ -276,7 +276,7 @@ def permuted_rows(a, index, inverse=False):
     a = np.ascontiguousarray(a)
     out = np.empty(a.shape, a.dtype)
     index = np.ascontiguousarray(index, dtype=np.int64)
-    (_numeric.scatter_rows if inverse else _numeric.gather_rows)(a, index, out)
+    _numeric.move_rows(a, index, out, inverse)
     return out
 
 

@@ -764,7 +764,7 @@ def test_permuted_rows_rejects_bad_index():
     a = np.ones((4, 2))
     with pytest.raises(IndexError, match="row 4 out of range"):
         permuted_rows(a, np.array([0, 1, 2, 4]))
-    with pytest.raises(ValueError, match="shapes"):
+    with pytest.raises(ValueError, match="shapes do not match"):
         permuted_rows(a, np.array([0, 1, 2]))
 
 
