@@ -1288,6 +1288,48 @@ def move_rows(const scalar[:, ::1] src, const idx_t[::1] index, scalar[:, ::1] o
                     out[i, j] = src[r, j]
 
 
+def scatter_rows_inplace(scalar[:, ::1] X, const idx_t[::1] index):
+    """In place: row i of X moves to row ``index[i]`` (``index`` a permutation), cycle by
+    cycle, with one row in hand: no second n x k array."""
+    cdef idx_t n = X.shape[0], k = X.shape[1], i, j, c
+    cdef bint bad = False
+    cdef scalar t
+    if index.shape[0] != n:
+        raise ValueError("scatter_rows_inplace: shapes do not match")
+    cdef unsigned char* done = <unsigned char*>calloc(max(n, 1), 1)
+    cdef scalar* carry = <scalar*>malloc(max(k, 1) * sizeof(scalar))
+    if done == NULL or carry == NULL:
+        free(done)
+        free(carry)
+        raise MemoryError("scatter_rows_inplace: cannot allocate its work arrays")
+    with nogil:
+        for i in range(n):
+            if done[i]:
+                continue
+            done[i] = 1
+            for c in range(k):
+                carry[c] = X[i, c]
+            j = index[i]
+            while True:
+                if j < 0 or j >= n or (done[j] and j != i):
+                    bad = True
+                    break
+                for c in range(k):  # row j takes the row in hand, which takes j's
+                    t = X[j, c]
+                    X[j, c] = carry[c]
+                    carry[c] = t
+                if j == i:
+                    break
+                done[j] = 1
+                j = index[j]
+            if bad:
+                break
+    free(done)
+    free(carry)
+    if bad:
+        raise ValueError("scatter_rows_inplace: index is not a permutation")
+
+
 def column_max_abs(const scalar[:, ::1] a):
     """Largest magnitude in each column; NaN where the column holds a NaN."""
     cdef idx_t i, j, k = a.shape[1]

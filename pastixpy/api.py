@@ -23,7 +23,14 @@ from .errors import (
     SingularMatrixError,
 )
 from .matrix import canonical_csc, matrix_symmetry
-from .numeric import AssemblyMap, PanelLayout, blas_threads, factorize_numeric, permuted_rows
+from .numeric import (
+    AssemblyMap,
+    PanelLayout,
+    blas_threads,
+    factorize_numeric,
+    permuted_rows,
+    unpermute_rows_inplace,
+)
 from .options import parse_option
 from .ordering import ORDERINGS
 from .preprocess import check_structural_rank, preprocess
@@ -348,18 +355,20 @@ class Factorization:
             c = dr[:, None] * c if scaled else c
         else:
             c = dc[:, None] * R if scaled else R
-        # Rows gathered into pivot order, row-major for the kernels, in one pass.
+        # Rows gathered into pivot order, row-major for the kernels, in one pass; X is
+        # then the solution's only array (each n x k array is a page-fault bill).
         X = permuted_rows(c, perm)
         self._factors.solve_inplace(X, "T" if trans == "T" and self.kind == "lu" else "N")
-        y = permuted_rows(X, perm, inverse=True)
+        unpermute_rows_inplace(X, perm)
         if not scaled:
-            return y
+            return X
         if trans == "N":
-            return dc[:, None] * y
-        x = dr[:, None] * y
+            X *= dc[:, None]
+            return X
+        X *= dr[:, None]
         if prep.row_perm is not None:
-            x = permuted_rows(x, prep.row_perm, inverse=True)
-        return x
+            unpermute_rows_inplace(X, prep.row_perm)
+        return X
 
     def _matvec(self, X, trans):
         C = self._C

@@ -280,6 +280,13 @@ def permuted_rows(a, index, inverse=False):
     return out
 
 
+def unpermute_rows_inplace(a, index):
+    """``a[index] = a`` in place, for a row-major 2-D ``a`` and a permutation ``index``
+    (the inverse of :func:`permuted_rows`, without a second array)."""
+    _numeric.scatter_rows_inplace(a, np.ascontiguousarray(index, dtype=np.int64))
+    return a
+
+
 #: Below this many flops, starting threads costs more than they save.
 PARALLEL_MIN_FLOPS = 1e8
 

@@ -25,7 +25,13 @@ from pastixpy.gallery import (
     saddle_point,
     vector_laplacian,
 )
-from pastixpy.numeric import AssemblyMap, PanelLayout, factorize_numeric, permuted_rows
+from pastixpy.numeric import (
+    AssemblyMap,
+    PanelLayout,
+    factorize_numeric,
+    permuted_rows,
+    unpermute_rows_inplace,
+)
 from pastixpy.refine import backward_error as column_backward_errors
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
@@ -758,6 +764,9 @@ def test_permuted_rows_match_numpy(n, k, dtype, seed):
     back[p] = a
     np.testing.assert_array_equal(permuted_rows(a, p, inverse=True), back)
     np.testing.assert_array_equal(permuted_rows(np.asfortranarray(a), p), a[p])
+    inplace = a.copy()
+    assert unpermute_rows_inplace(inplace, p) is inplace
+    np.testing.assert_array_equal(inplace, back)
 
 
 def test_permuted_rows_rejects_bad_index():
@@ -766,6 +775,10 @@ def test_permuted_rows_rejects_bad_index():
         permuted_rows(a, np.array([0, 1, 2, 4]))
     with pytest.raises(ValueError, match="shapes do not match"):
         permuted_rows(a, np.array([0, 1, 2]))
+    with pytest.raises(ValueError, match="not a permutation"):
+        unpermute_rows_inplace(a.copy(), np.array([0, 1, 1, 3]))
+    with pytest.raises(ValueError, match="not a permutation"):
+        unpermute_rows_inplace(a.copy(), np.array([0, 1, 2, 7]))
 
 
 @settings(max_examples=40, deadline=None)
