@@ -837,8 +837,9 @@ cdef void apply_updates(Scheduler* S, const Panels* P, idx_t k, scalar* work,
     """Apply cblk k's updates to the cblks it faces, a group of bloks at a time.
 
     With a scheduler ``S`` (threads), each target is changed under its lock and
-    made ready once its last update is in; a lone blok whose rows are contiguous
-    in its target is accumulated there straight when that lock is free. Without
+    made ready once its last update is in; a lone blok is applied run by run
+    straight into its target (:func:`update_single`) when that lock is free, else
+    through a work product computed before taking the lock. Without
     one (NULL: a single thread), the same updates run in the same order. ``tmp``
     (free once the panel is factored) holds the scatters' row runs."""
     cdef idx_t b, g, e, f, end = P.bloknum[k + 1]
@@ -1265,27 +1266,19 @@ def diagonal_entries(const scalar[::1] L, const idx_t[::1] fcol, const idx_t[::1
 # take / fancy assignment / max(axis=0) go a row of k entries at a time, several
 # times slower than these single passes for k > 1.
 
-def move_rows(const scalar[:, ::1] src, const idx_t[::1] index, scalar[:, ::1] out,
-              bint scatter):
-    """``out[i] = src[index[i]]`` for every row i of ``out`` (gather), or
-    ``out[index[i]] = src[i]`` for every row i of ``src`` (``scatter``)."""
+def gather_rows(const scalar[:, ::1] src, const idx_t[::1] index, scalar[:, ::1] out):
+    """``out[i] = src[index[i]]`` for every row i of ``out``."""
     cdef idx_t i, j, k = src.shape[1], r
-    cdef idx_t nrow = src.shape[0] if scatter else out.shape[0]
-    cdef idx_t bound = out.shape[0] if scatter else src.shape[0]
-    if index.shape[0] != nrow or out.shape[1] != k:
-        raise ValueError("move_rows: shapes do not match")
+    if index.shape[0] != out.shape[0] or out.shape[1] != k:
+        raise ValueError("gather_rows: shapes do not match")
     with nogil:
-        for i in range(nrow):
+        for i in range(out.shape[0]):
             r = index[i]
-            if r < 0 or r >= bound:
+            if r < 0 or r >= src.shape[0]:
                 with gil:
-                    raise IndexError(f"move_rows: row {r} out of range")
-            if scatter:
-                for j in range(k):
-                    out[r, j] = src[i, j]
-            else:
-                for j in range(k):
-                    out[i, j] = src[r, j]
+                    raise IndexError(f"gather_rows: row {r} out of range")
+            for j in range(k):
+                out[i, j] = src[r, j]
 
 
 def scatter_rows_inplace(scalar[:, ::1] X, const idx_t[::1] index):

@@ -266,17 +266,15 @@ class Factors:
         return _numeric.diagonal_entries(self.L, lay.fcol, lay.coefind[:-1], lay.stride)
 
 
-def permuted_rows(a, index, inverse=False):
-    """``a[index]`` (or its inverse: ``out[index] = a``) of a 2-D array, row-major.
+def permuted_rows(a, index):
+    """``a[index]`` of a 2-D array, as a new row-major array.
 
-    One pass in the kernel module: numpy's take and fancy assignment move a row of k
-    right-hand sides at a time, several times slower for k > 1. ``a`` has one of the
-    factor dtypes.
+    One pass in the kernel module: numpy's take moves a row of k right-hand sides
+    at a time, several times slower for k > 1. ``a`` has one of the factor dtypes.
     """
     a = np.ascontiguousarray(a)
     out = np.empty(a.shape, a.dtype)
-    index = np.ascontiguousarray(index, dtype=np.int64)
-    _numeric.move_rows(a, index, out, inverse)
+    _numeric.gather_rows(a, np.ascontiguousarray(index, dtype=np.int64), out)
     return out
 
 

@@ -760,10 +760,9 @@ def test_permuted_rows_match_numpy(n, k, dtype, seed):
         a += 1j * rng.standard_normal((n, k)).astype(dtype)
     p = rng.permutation(n)
     np.testing.assert_array_equal(permuted_rows(a, p), a[p])
+    np.testing.assert_array_equal(permuted_rows(np.asfortranarray(a), p), a[p])
     back = np.empty_like(a)
     back[p] = a
-    np.testing.assert_array_equal(permuted_rows(a, p, inverse=True), back)
-    np.testing.assert_array_equal(permuted_rows(np.asfortranarray(a), p), a[p])
     inplace = a.copy()
     assert unpermute_rows_inplace(inplace, p) is inplace
     np.testing.assert_array_equal(inplace, back)
