@@ -8,8 +8,9 @@ Usage::
 
 For each problem, solver and thread count: analysis, factorization and solve
 seconds (1 and 16 right-hand sides), factor entries, peak memory above the
-baseline (up to the end of the factorization, and over the whole run), backward error, GFLOP/s (pastixpy's LLᵀ flop count of the problem
-over each solver's factorization time) and ratios to pastixpy, medians of
+baseline (up to the end of the factorization, and over the whole run), backward
+error, GFLOP/s (pastixpy's LLᵀ flop count of the problem over each solver's
+factorization time) and ratios to pastixpy, medians of
 ``--runs`` runs. Every run is a fresh process (``worker.py``), so the peak
 memory is that run's own. Solvers that are not installed are reported as such.
 ``--quick`` runs small problems, once each, in one to two minutes. See

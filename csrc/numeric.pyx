@@ -725,17 +725,20 @@ cdef void update_scatter(const Panels* P, idx_t k, idx_t b, idx_t g, int H, scal
 def factorize_cblks(int kind, scalar[::1] L, scalar[::1] U,
                     const idx_t[::1] fcol, const idx_t[::1] bloknum, const idx_t[::1] coefind,
                     const idx_t[::1] stride, const idx_t[::1] frow, const idx_t[::1] lrow,
-                    const idx_t[::1] fcblk, const idx_t[::1] bcoef,
-                    idx_t k0, idx_t k1, double tol,
+                    const idx_t[::1] fcblk, const idx_t[::1] bcoef, double tol,
                     idx_t[::1] lperm, signed char[::1] pivtype, scalar[::1] dsub,
-                    signed char[::1] pert):
-    """Factor cblks k0..k1-1 in place, in order, on one thread (right-looking: each cblk
-    updates the later ones it faces). The reference for :func:`factorize_parallel`.
+                    signed char[::1] pert, progress=None):
+    """Factor all cblks in place, in order, on the calling thread (right-looking: each
+    cblk updates the later ones it faces), GIL released. The reference for
+    :func:`factorize_parallel`, with the same progress reports and interruption.
+
+    One call for the whole factorization: its work buffers are allocated (and their
+    pages faulted in) once.
 
     Returns
     -------
     perturbed : int
-        Pivots replaced by static pivoting in this range.
+        Pivots replaced by static pivoting.
     failed_column : int
         For ``KIND_LLT``, the first column (pivot order) whose pivot is not
         positive, else -1; the factorization stops there.
@@ -743,12 +746,17 @@ def factorize_cblks(int kind, scalar[::1] L, scalar[::1] U,
     cdef bint conj = (kind == LLT or kind == LDLH) and (scalar is cfloat or scalar is cdouble)
     cdef Panels P = make_panels(kind, conj, tol, L, U, fcol, bloknum, coefind, stride, frow,
                                 lrow, fcblk, bcoef, lperm, pivtype, dsub, pert)
-    cdef idx_t k, count = 0, failed = -1
+    cdef idx_t ncblk = fcol.shape[0] - 1, k, count = 0, failed = -1
     cdef idx_t sizes[3]
+    cdef double done = 0, total = 0
+    cdef list errors = []
+    cdef Reporter R = new_reporter(progress, errors)
     cdef scalar* work
     cdef scalar* wbuf
     cdef scalar* tmp
-    workspace_sizes(&P, k0, k1, sizeof(scalar), sizes)
+    for k in range(ncblk):
+        total += cblk_weight(&P, k)
+    workspace_sizes(&P, 0, ncblk, sizeof(scalar), sizes)
     work = <scalar*>malloc(sizes[0] * sizeof(scalar))
     wbuf = <scalar*>malloc(sizes[1] * sizeof(scalar))
     tmp = <scalar*>malloc(sizes[2] * sizeof(scalar))
@@ -758,15 +766,69 @@ def factorize_cblks(int kind, scalar[::1] L, scalar[::1] U,
         free(tmp)
         raise MemoryError("cannot allocate the factorization work buffers")
     with nogil:
-        for k in range(k0, k1):
+        for k in range(ncblk):
             failed = factor_panel(&P, k, wbuf, tmp, &count)
             if failed >= 0:
                 break
             apply_updates(NULL, &P, k, work, wbuf, tmp)
+            done += cblk_weight(&P, k)
+            if maybe_report(&R, done / total) != 0:
+                break
     free(work)
     free(wbuf)
     free(tmp)
+    if errors:
+        raise errors[0]
     return count, failed
+
+
+# ----------------------------------------------------------------------------- progress
+
+cdef struct Reporter:
+    PyObject* progress  # callable(fraction), or NULL
+    PyObject* errors  # list collecting what a report raised
+    double last  # wall time of the last report
+    double step  # next fraction (a multiple of 2%) at which progress is called
+
+
+cdef Reporter new_reporter(progress, list errors):
+    cdef Reporter R
+    R.progress = NULL if progress is None else <PyObject*>progress
+    R.errors = <PyObject*>errors
+    R.last = omp_get_wtime()
+    R.step = 0.02
+    return R
+
+
+cdef inline double cblk_weight(const Panels* P, idx_t k) noexcept nogil:
+    """Estimated flops of cblk k's panel and updates (width x rows²), for progress."""
+    return (<double>(P.fcol[k + 1] - P.fcol[k])) * P.stride[k] * P.stride[k]
+
+
+cdef int report(PyObject* progress, PyObject* errors, double fraction) noexcept with gil:
+    """On the calling thread: let Python handle signals (Ctrl-C) and call ``progress``
+    (unless NULL). An exception is appended to the list ``errors``; returns -1 then."""
+    try:
+        PyErr_CheckSignals()
+        if progress != NULL:
+            (<object>progress)(fraction)
+    except BaseException as e:
+        (<list>errors).append(e)
+        return -1
+    return 0
+
+
+cdef int maybe_report(Reporter* R, double fraction) noexcept nogil:
+    """Report (see :func:`report`) when 0.1 s passed since the last report, or when
+    ``fraction`` reached the next 2% step and there is a progress callable.
+    Returns -1 when the report raised: the caller stops."""
+    cdef double now = omp_get_wtime()
+    if now - R.last < 0.1 and (fraction < R.step or R.progress == NULL):
+        return 0
+    R.last = now
+    while R.step <= fraction:
+        R.step += 0.02
+    return report(R.progress, R.errors, fraction)
 
 
 # ----------------------------------------------------------------------------- threads
@@ -897,26 +959,12 @@ cdef void run_cblk(Scheduler* S, const Panels* P, idx_t k, scalar* work, scalar*
     apply_updates(S, P, k, work, wbuf, tmp)
 
 
-cdef int report(PyObject* progress, PyObject* errors, double fraction) noexcept with gil:
-    """On the calling thread: let Python handle signals (Ctrl-C) and call ``progress``
-    (unless NULL). An exception is appended to the list ``errors``; returns -1 then."""
-    try:
-        PyErr_CheckSignals()
-        if progress != NULL:
-            (<object>progress)(fraction)
-    except BaseException as e:
-        (<list>errors).append(e)
-        return -1
-    return 0
-
-
 cdef void worker(Scheduler* S, const Panels* P, int tid, scalar* work, scalar* wbuf,
-                 scalar* tmp, PyObject* progress, PyObject* errors) noexcept nogil:
+                 scalar* tmp, Reporter* R) noexcept nogil:
     """Run tasks until none is left or can become ready. Thread 0 (the caller's) also
     reports progress every 2% of the flops and checks for signals every 0.1 s."""
     cdef idx_t k, count = 0
     cdef bint skip, idle
-    cdef double frac, step = 0.02, last = omp_get_wtime(), now
     while True:
         # Idle workers look before they lock, so that they leave the queue to the others.
         idle = S.nheap == 0 and S.active > 0 and not S.abort
@@ -938,17 +986,10 @@ cdef void worker(Scheduler* S, const Panels* P, int tid, scalar* work, scalar* w
             S.active -= 1
             S.done += S.weight[k]
             omp_unset_lock(&S.qlock)
-        if tid == 0:
-            now = omp_get_wtime()
-            frac = S.done / S.total
-            if now - last >= 0.1 or (frac >= step and progress != NULL):
-                if report(progress, errors, frac) != 0:
-                    omp_set_lock(&S.qlock)
-                    S.abort = 1
-                    omp_unset_lock(&S.qlock)
-                last = now
-                while step <= frac:
-                    step += 0.02
+        if tid == 0 and maybe_report(R, S.done / S.total) != 0:
+            omp_set_lock(&S.qlock)
+            S.abort = 1
+            omp_unset_lock(&S.qlock)
         if idle:
             sched_yield()
     omp_set_lock(&S.qlock)
@@ -982,8 +1023,7 @@ def factorize_parallel(int kind, scalar[::1] L, scalar[::1] U,
     cdef scalar* buffers
     cdef scalar* mine
     cdef list errors = []
-    cdef PyObject* callback = NULL if progress is None else <PyObject*>progress
-    cdef PyObject* errs = <PyObject*>errors
+    cdef Reporter R = new_reporter(progress, errors)
     workspace_sizes(&P, 0, ncblk, sizeof(scalar), sizes)
     per = sizes[0] + sizes[1] + sizes[2]
     buffers = <scalar*>malloc(nt * per * sizeof(scalar))
@@ -1011,7 +1051,7 @@ def factorize_parallel(int kind, scalar[::1] L, scalar[::1] U,
         omp_init_lock(&S.locks[k])
         for b in range(bloknum[k] + 1, bloknum[k + 1]):
             S.npend[fcblk[b]] += 1
-        S.weight[k] = (<double>(fcol[k + 1] - fcol[k])) * stride[k] * stride[k]
+        S.weight[k] = cblk_weight(&P, k)
         S.total += S.weight[k]
     for k in range(ncblk):
         if S.npend[k] == 0:
@@ -1020,8 +1060,7 @@ def factorize_parallel(int kind, scalar[::1] L, scalar[::1] U,
     with nogil, parallel(num_threads=nt):
         tid = threadid()
         mine = buffers + tid * per
-        worker(&S, &P, tid, mine, mine + sizes[0], mine + sizes[0] + sizes[1],
-               callback, errs)
+        worker(&S, &P, tid, mine, mine + sizes[0], mine + sizes[0] + sizes[1], &R)
     omp_destroy_lock(&S.qlock)
     for k in range(ncblk):
         omp_destroy_lock(&S.locks[k])

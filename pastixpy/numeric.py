@@ -352,8 +352,7 @@ def factorize_numeric(B, analysis, layout, amap, kind, pivot_tol, progress=None,
     dsub = np.zeros(n if symmetric_pivots else 0, dtype=B.dtype)
     pert = np.zeros(n, dtype=np.int8)
     code = KIND_CODES[kind]
-    # Small factorizations stay on one thread (starting more costs more) and run in
-    # one call (progress and Ctrl-C between chunks are not worth the calls).
+    # Small factorizations stay on one thread: starting more costs more.
     small = analysis.stats["flops"] < PARALLEL_MIN_FLOPS
     if threads is None:
         threads = 1 if small else available_cores()
@@ -376,17 +375,13 @@ def factorize_numeric(B, analysis, layout, amap, kind, pivot_tol, progress=None,
                 threads,
                 progress,
             )
-        _check_failed(failed, analysis)
-        if progress is not None:
-            progress(1.0)
     else:
-        for k0, k1 in _chunks(layout, parts=1 if small else 50):
-            _, failed = _numeric.factorize_cblks(
-                code, L, U, *layout.block_args, k0, k1, pivot_tol, lperm, pivtype, dsub, pert
-            )
-            _check_failed(failed, analysis)
-            if progress is not None:
-                progress(k1 / (layout.fcol.size - 1))
+        _, failed = _numeric.factorize_cblks(
+            code, L, U, *layout.block_args, pivot_tol, lperm, pivtype, dsub, pert, progress
+        )
+    _check_failed(failed, analysis)
+    if progress is not None:
+        progress(1.0)
     for a in (L, U, lperm, pivtype, dsub):
         a.setflags(write=False)
     return Factors(kind, layout, L, U, lperm, pivtype, dsub, pert.astype(bool), threads)
@@ -407,11 +402,3 @@ def _check_failed(failed, analysis):
             "positive; use kind='ldlt' (or kind='auto') for symmetric indefinite matrices",
             column=column,
         )
-
-
-def _chunks(layout, parts=50):
-    """Cblk ranges of roughly equal panel size, so progress can be reported between them."""
-    ncblk = layout.fcol.size - 1
-    target = np.linspace(0, layout.coefind[-1], parts + 1)[1:-1]
-    cuts = np.unique(np.concatenate([[0], np.searchsorted(layout.coefind, target), [ncblk]]))
-    return list(zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True))

@@ -781,8 +781,12 @@ def test_permuted_rows_rejects_bad_index():
 
 
 @settings(max_examples=40, deadline=None)
-@given(n=st.integers(1, 40), k=st.integers(1, 8), dtype=st.sampled_from(DTYPES + [np.int32]),
-       seed=st.integers(0, 2**31 - 1))
+@given(
+    n=st.integers(1, 40),
+    k=st.integers(1, 8),
+    dtype=st.sampled_from(DTYPES + [np.int32]),
+    seed=st.integers(0, 2**31 - 1),
+)
 def test_backward_error_columns_match_definition(n, k, dtype, seed):
     # ‖b − Ax‖∞ / (‖A‖∞ ‖x‖∞ + ‖b‖∞) per column, against numpy's own reductions.
     rng = np.random.default_rng(seed)

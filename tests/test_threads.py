@@ -171,14 +171,16 @@ def test_bad_threads(threads):
         pastixpy.factorize(laplacian((4, 4)), threads=threads)
 
 
-def test_progress_is_reported_from_the_threaded_run():
+@pytest.mark.parametrize("threads", [1, 2])
+def test_progress_is_reported_from_the_run(threads):
     seen = []
-    pastixpy.factorize(laplacian((16, 16, 16)), threads=2, progress=seen.append)
+    pastixpy.factorize(laplacian((16, 16, 16)), threads=threads, progress=seen.append)
     assert len(seen) >= 2 and seen[-1] == 1.0
     assert all(0 <= a <= b <= 1 for a, b in zip(seen, seen[1:], strict=False))
 
 
-def test_progress_exception_stops_the_workers():
+@pytest.mark.parametrize("threads", [1, 2])
+def test_progress_exception_stops_the_workers(threads):
     class Stop(Exception):
         pass
 
@@ -188,14 +190,15 @@ def test_progress_exception_stops_the_workers():
 
     A = laplacian((16, 16, 16))
     with pytest.raises(Stop):
-        pastixpy.factorize(A, threads=2, progress=progress)
+        pastixpy.factorize(A, threads=threads, progress=progress)
     # Nothing is left behind: the next factorization runs normally.
-    F = pastixpy.factorize(A, threads=2)
+    F = pastixpy.factorize(A, threads=threads)
     b = np.ones(A.shape[0])
     assert np.abs(A @ F.solve(b) - b).max() <= 1e-10
 
 
-def test_ctrl_c_stops_the_workers():
+@pytest.mark.parametrize("threads", [1, 2])
+def test_ctrl_c_stops_the_workers(threads):
     seen = []
 
     def progress(fraction):
@@ -205,9 +208,9 @@ def test_ctrl_c_stops_the_workers():
 
     A = laplacian((16, 16, 16))
     with pytest.raises(KeyboardInterrupt):
-        pastixpy.factorize(A, threads=2, progress=progress)
+        pastixpy.factorize(A, threads=threads, progress=progress)
     assert seen[0] < 1 and 1.0 not in seen
-    F = pastixpy.factorize(A, threads=2)
+    F = pastixpy.factorize(A, threads=threads)
     b = np.ones(A.shape[0])
     assert np.abs(A @ F.solve(b) - b).max() <= 1e-10
 
