@@ -173,7 +173,7 @@ def analyze(
     ordering="auto",
     kind="auto",
     amalgamation=True,
-    split=(128, 256),
+    split=(256, 512),
     reorder=None,
     pairs=None,
 ):
