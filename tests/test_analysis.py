@@ -7,6 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pastixpy
+from pastixpy.analysis import SPLIT
 from pastixpy.gallery import laplacian, vector_laplacian
 
 from conftest import (
@@ -158,6 +159,23 @@ def test_split_limits_panel_width():
     assert whole.symbol.cblk_width.max() > 32
     assert an.stats["nnz_L"] == whole.stats["nnz_L"]
     an.check()
+
+
+@pytest.mark.parametrize("kind", ["llt", "ldlt", "lu"])
+def test_auto_split_panel_widths_follow_the_kind(kind):
+    # One dense supernode of 600 columns: cut into panels within the kind's limits.
+    A = sp.csc_matrix(np.ones((600, 600)) + 600 * np.eye(600))
+    an = pastixpy.analyze(A, ordering="natural", kind=kind)
+    low, high = SPLIT[kind]
+    widths = an.symbol.cblk_width
+    assert widths.sum() == 600 and len(widths) > 1
+    assert widths.min() >= low and widths.max() <= high
+    an.check()
+
+
+def test_split_must_be_auto_none_or_a_pair():
+    with pytest.raises(pastixpy.OptionError, match="split must be"):
+        pastixpy.analyze(laplacian((4, 4)), split="wide")
 
 
 def test_no_amalgamation_gives_fundamental_supernodes():
