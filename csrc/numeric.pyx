@@ -1299,7 +1299,6 @@ def diagonal_entries(const scalar[::1] L, const idx_t[::1] fcol, const idx_t[::1
     return out
 
 
-
 # ----------------------------------------------------------------------------- solve helpers
 # Row moves and column norms of row-major (n, k) blocks of right-hand sides: numpy's
 # take / fancy assignment / max(axis=0) go a row of k entries at a time, several

@@ -260,6 +260,10 @@ def analyze(
     C = canonical_csc(A)
     if kind == "auto":
         kind = "lu" if matrix_symmetry(C) == "general" else "llt"
+    if isinstance(split, str):
+        if split != "auto":
+            raise OptionError(f"split must be 'auto', None or (min, max), got {split!r}")
+        split = SPLIT[kind]
     lap("canonicalize")
     n = C.shape[0]
     xadj, adjncy = symmetric_pattern(C)
@@ -284,10 +288,6 @@ def analyze(
         if pairs is not None:
             together = _pair_seconds(tree.iperm, pairs)  # pairs moved with their supernode
     lap("reordering")
-    if isinstance(split, str):
-        if split != "auto":
-            raise OptionError(f"split must be 'auto', None or (min, max), got {split!r}")
-        split = SPLIT[kind]
     fcol = split_partition(fcol, split, together)
     symbol = block_symbol(xadj, adjncy, tree, fcol)
     lap("blocks")
