@@ -13,7 +13,7 @@ from cpython.exc cimport PyErr_CheckSignals
 from cpython.ref cimport PyObject
 from cython.parallel cimport parallel, threadid
 from libc.math cimport fabs, sqrt
-from libc.stdint cimport int64_t
+from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport calloc, free, malloc
 from openmp cimport (omp_destroy_lock, omp_get_wtime, omp_init_lock, omp_lock_t, omp_set_lock,
                      omp_test_lock, omp_unset_lock)
@@ -442,6 +442,15 @@ cdef void scatter_sub_transposed(scalar* c, int ldc, idx_t rowbase, int ncols, i
                 dst[j + i * sf] -= src[i + j * ldc]
 
 
+cdef struct Entries:
+    # A's entries bound for one factor array (AssemblyMap): cblk k's are
+    # ptr[k]:ptr[k + 1], added at val's positions (int32 or int64, the other NULL).
+    const void* val
+    const int32_t* pos32
+    const int64_t* pos64
+    const idx_t* ptr
+
+
 cdef struct Panels:
     # The block structure (PanelLayout.block_args) and the factor arrays, as raw pointers.
     int kind
@@ -461,9 +470,41 @@ cdef struct Panels:
     idx_t* lperm
     signed char* pivtype
     signed char* pert
+    Entries al  # A's entries of L's panels
+    Entries au  # and of U's (LU)
+
+
+cdef Entries make_entries(scalar[::1] val, cnp.ndarray pos, const idx_t[::1] ptr, idx_t ncblk,
+                          idx_t size) except *:
+    """Check one part of an AssemblyMap against the panels (``size`` entries) it fills."""
+    cdef Entries E
+    cdef idx_t nval = val.shape[0]
+    if pos.dtype != np.int32 and pos.dtype != np.int64 or not pos.flags.c_contiguous \
+            or pos.shape[0] != nval or ptr.shape[0] != ncblk + 1 or ptr[0] != 0 \
+            or ptr[ncblk] != nval or (nval and (pos.min() < 0 or pos.max() >= size)):
+        raise ValueError("assembly map does not fit the panels")
+    E.val = &val[0] if nval else NULL
+    E.pos32 = <const int32_t*>cnp.PyArray_DATA(pos) if pos.dtype == np.int32 else NULL
+    E.pos64 = <const int64_t*>cnp.PyArray_DATA(pos) if pos.dtype == np.int64 else NULL
+    E.ptr = &ptr[0]
+    return E
+
+
+cdef inline void add_entries(const Entries* E, scalar* a, idx_t k) noexcept nogil:
+    """Add cblk k's entries of A into its panel in ``a``."""
+    cdef const scalar* val = <const scalar*>E.val
+    cdef idx_t i
+    if E.pos32 != NULL:
+        for i in range(E.ptr[k], E.ptr[k + 1]):
+            a[E.pos32[i]] += val[i]
+    else:
+        for i in range(E.ptr[k], E.ptr[k + 1]):
+            a[E.pos64[i]] += val[i]
 
 
 cdef Panels make_panels(int kind, bint conj, double tol, scalar[::1] L, scalar[::1] U,
+                        scalar[::1] val_l, cnp.ndarray pos_l, const idx_t[::1] ptr_l,
+                        scalar[::1] val_u, cnp.ndarray pos_u, const idx_t[::1] ptr_u,
                         const idx_t[::1] fcol, const idx_t[::1] bloknum,
                         const idx_t[::1] coefind, const idx_t[::1] stride,
                         const idx_t[::1] frow, const idx_t[::1] lrow, const idx_t[::1] fcblk,
@@ -487,6 +528,8 @@ cdef Panels make_panels(int kind, bint conj, double tol, scalar[::1] L, scalar[:
     P.lperm = &lperm[0] if lperm.shape[0] else NULL
     P.pivtype = &pivtype[0] if pivtype.shape[0] else NULL
     P.pert = &pert[0] if pert.shape[0] else NULL
+    P.al = make_entries(val_l, pos_l, ptr_l, fcol.shape[0] - 1, L.shape[0])
+    P.au = make_entries(val_u, pos_u, ptr_u, fcol.shape[0] - 1, U.shape[0])
     return P
 
 
@@ -560,6 +603,10 @@ cdef idx_t factor_panel(const Panels* P, idx_t k, scalar* wbuf, scalar* tmp,
     cdef scalar* dsub = <scalar*>P.dsub
     cdef int* ipiv
     cdef idx_t e
+    # All updates to k are in: add A, the panel is complete.
+    add_entries(&P.al, <scalar*>P.L, k)
+    if P.U != NULL:
+        add_entries(&P.au, <scalar*>P.U, k)
     if P.kind == LLT:
         info = potrf(w, base, m)
         if info > 0:
@@ -723,6 +770,8 @@ cdef void update_scatter(const Panels* P, idx_t k, idx_t b, idx_t g, int H, scal
 
 
 def factorize_cblks(int kind, scalar[::1] L, scalar[::1] U,
+                    scalar[::1] val_l, cnp.ndarray pos_l, const idx_t[::1] ptr_l,
+                    scalar[::1] val_u, cnp.ndarray pos_u, const idx_t[::1] ptr_u,
                     const idx_t[::1] fcol, const idx_t[::1] bloknum, const idx_t[::1] coefind,
                     const idx_t[::1] stride, const idx_t[::1] frow, const idx_t[::1] lrow,
                     const idx_t[::1] fcblk, const idx_t[::1] bcoef, double tol,
@@ -732,8 +781,10 @@ def factorize_cblks(int kind, scalar[::1] L, scalar[::1] U,
     cblk updates the later ones it faces), GIL released. The reference for
     :func:`factorize_parallel`, with the same progress reports and interruption.
 
-    One call for the whole factorization: its work buffers are allocated (and their
-    pages faulted in) once.
+    ``L`` and ``U`` (LU, else empty) come zeroed; each cblk's panel gets A's entries
+    ``val_*`` at the flat positions ``pos_*`` (those of cblk k are ``ptr_*[k]:ptr_*[k+1]``,
+    see AssemblyMap) just before it is factored. One call for the whole
+    factorization: its work buffers are allocated (and their pages faulted in) once.
 
     Returns
     -------
@@ -744,8 +795,9 @@ def factorize_cblks(int kind, scalar[::1] L, scalar[::1] U,
         positive, else -1; the factorization stops there.
     """
     cdef bint conj = (kind == LLT or kind == LDLH) and (scalar is cfloat or scalar is cdouble)
-    cdef Panels P = make_panels(kind, conj, tol, L, U, fcol, bloknum, coefind, stride, frow,
-                                lrow, fcblk, bcoef, lperm, pivtype, dsub, pert)
+    cdef Panels P = make_panels(kind, conj, tol, L, U, val_l, pos_l, ptr_l, val_u, pos_u, ptr_u,
+                                fcol, bloknum, coefind, stride, frow, lrow, fcblk, bcoef,
+                                lperm, pivtype, dsub, pert)
     cdef idx_t ncblk = fcol.shape[0] - 1, k, count = 0, failed = -1
     cdef idx_t sizes[3]
     cdef double done = 0, total = 0
@@ -998,6 +1050,8 @@ cdef void worker(Scheduler* S, const Panels* P, int tid, scalar* work, scalar* w
 
 
 def factorize_parallel(int kind, scalar[::1] L, scalar[::1] U,
+                       scalar[::1] val_l, cnp.ndarray pos_l, const idx_t[::1] ptr_l,
+                       scalar[::1] val_u, cnp.ndarray pos_u, const idx_t[::1] ptr_u,
                        const idx_t[::1] fcol, const idx_t[::1] bloknum,
                        const idx_t[::1] coefind, const idx_t[::1] stride,
                        const idx_t[::1] frow, const idx_t[::1] lrow, const idx_t[::1] fcblk,
@@ -1014,8 +1068,9 @@ def factorize_parallel(int kind, scalar[::1] L, scalar[::1] U,
     workers and is raised again here, the factors left incomplete.
     """
     cdef bint conj = (kind == LLT or kind == LDLH) and (scalar is cfloat or scalar is cdouble)
-    cdef Panels P = make_panels(kind, conj, tol, L, U, fcol, bloknum, coefind, stride, frow,
-                                lrow, fcblk, bcoef, lperm, pivtype, dsub, pert)
+    cdef Panels P = make_panels(kind, conj, tol, L, U, val_l, pos_l, ptr_l, val_u, pos_u, ptr_u,
+                                fcol, bloknum, coefind, stride, frow, lrow, fcblk, bcoef,
+                                lperm, pivtype, dsub, pert)
     cdef idx_t ncblk = fcol.shape[0] - 1, k, b, per
     cdef idx_t sizes[3]
     cdef int tid, nt = max(1, nthreads)

@@ -428,3 +428,53 @@ def refine_order(const idx_t[::1] cls, const idx_t[::1] setptr, const idx_t[::1]
                     cstart[c] = cend[c2]
                 csplit[c] = -1
     return order_a
+
+
+def panel_positions(const idx_t[::1] rows, const idx_t[::1] cols, const idx_t[::1] fcol,
+                    const idx_t[::1] bloknum, const idx_t[::1] frow, const idx_t[::1] lrow,
+                    const idx_t[::1] bcoef, const idx_t[::1] coefind, const idx_t[::1] stride):
+    """Flat panel index of each entry (rows[i], cols[i]), pivot order (PanelLayout.position).
+
+    A row inside the column's cblk addresses the diagonal block; a row below it, the
+    blok of that cblk holding it (binary search over the cblk's bloks). Raises
+    ValueError for a row above the cblk or in no blok: outside the block structure.
+    """
+    cdef idx_t m = rows.shape[0], ncblk = fcol.shape[0] - 1, i, k, r, c, lo, hi, mid
+    cdef idx_t[::1] col2cblk = np.empty(fcol[ncblk], dtype=np.int64)
+    cdef cnp.ndarray[idx_t, ndim=1] out = np.empty(m, dtype=np.int64)
+    cdef idx_t* pos = &out[0] if m else NULL
+    cdef bint bad = False
+    if cols.shape[0] != m:
+        raise ValueError("rows and cols differ in length")
+    for k in range(ncblk):
+        for c in range(fcol[k], fcol[k + 1]):
+            col2cblk[c] = k
+    with nogil:
+        for i in range(m):
+            r, c = rows[i], cols[i]
+            if c < 0 or c >= fcol[ncblk]:
+                bad = True
+                break
+            k = col2cblk[c]
+            if r < fcol[k]:
+                bad = True
+                break
+            if r < fcol[k + 1]:
+                lo = r - fcol[k]
+            else:
+                # The last of the cblk's off-diagonal bloks starting at or above r.
+                lo, hi = bloknum[k] + 1, bloknum[k + 1] - 1
+                while lo < hi:
+                    mid = (lo + hi + 1) >> 1
+                    if frow[mid] <= r:
+                        lo = mid
+                    else:
+                        hi = mid - 1
+                if lo >= bloknum[k + 1] or frow[lo] > r or lrow[lo] < r:
+                    bad = True
+                    break
+                lo = bcoef[lo] + r - frow[lo]
+            pos[i] = coefind[k] + lo + (c - fcol[k]) * stride[k]
+    if bad:
+        raise ValueError(f"entry ({r}, {c}) lies outside the block structure")
+    return out

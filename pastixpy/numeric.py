@@ -1,4 +1,4 @@
-"""Numeric phase: scatter A's values into the panels of the block structure, factor, solve.
+"""Numeric phase: assemble A's values into the panels of the block structure, factor, solve.
 
 Works in pivot order on an already preprocessed matrix B (scaled, rows
 matched); :mod:`pastixpy.api` maps user vectors to and from that space.
@@ -11,11 +11,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 from threadpoolctl import ThreadpoolController
 
-from . import _numeric
+from . import _numeric, _symbolic
 from .errors import NotPositiveDefiniteError
 from .matrix import compact_index
+from .ordering import inverse_permutation
+from .symbolic import column_cblks
 
 #: Factorization kinds the kernels know.
 KIND_CODES = _numeric.KIND_CODES
@@ -113,39 +116,52 @@ class PanelLayout:
         *head, _fcblk, bcoef = self.block_args
         return (*head, bcoef)
 
+    @property
+    def col2cblk(self):
+        """The cblk of each column (pivot order)."""
+        return column_cblks(self.fcol)
+
+    def cblk_ptr(self, cols):
+        """Where each cblk's run of the ascending pivot columns ``cols`` starts, then the end."""
+        return np.searchsorted(cols, self.fcol).astype(np.int64)
+
     def position(self, rows, cols):
         """Flat index of entries (row, col), pivot order, with row >= col's cblk's first column.
 
         Rows inside the column's cblk address its diagonal block (both triangles);
         rows below it address the blok that contains them.
         """
-        n = self.fcol[-1]
-        col2cblk = np.repeat(np.arange(self.fcol.size - 1, dtype=np.int64), np.diff(self.fcol))
-        k = col2cblk[cols]
-        in_diag = rows < self.fcol[k + 1]
-        rowpos = rows - self.fcol[k]
-        below = ~in_diag
-        if below.any():
-            key = np.repeat(np.arange(self.bloknum.size - 1, dtype=np.int64), np.diff(self.bloknum))
-            key = key * n + self.frow
-            b = np.searchsorted(key, k[below] * n + rows[below], side="right") - 1
-            rowpos[below] = self.bcoef[b] + rows[below] - self.frow[b]
-        return self.coefind[k] + rowpos + (cols - self.fcol[k]) * self.stride[k]
+        return _symbolic.panel_positions(
+            np.ascontiguousarray(rows, dtype=np.int64),
+            np.ascontiguousarray(cols, dtype=np.int64),
+            self.fcol,
+            self.bloknum,
+            self.frow,
+            self.lrow,
+            self.bcoef,
+            self.coefind,
+            self.stride,
+        )
 
 
 @dataclass(frozen=True)
 class AssemblyMap:
-    """Where each stored entry of B goes: L panels (``to_l``) or Uᵀ panels (``to_u``).
+    """Where each stored entry of B goes: L panels (``*_l``) or Uᵀ panels (``*_u``).
 
     ``src_*`` index B's data array (canonical CSC), ``pos_*`` the flat panels; both
     int32 when the sizes allow (a factorization keeps them for refactorize: two
-    indices per entry of A).
+    indices per entry of A). Entries are grouped by the cblk whose panel holds
+    them: cblk k's are ``ptr_*[k]:ptr_*[k + 1]``, so that the kernels add A into a
+    panel just before factoring it (on the thread that factors it, which also
+    takes the first-touch page faults of that panel).
     """
 
     src_l: np.ndarray
     pos_l: np.ndarray
+    ptr_l: np.ndarray
     src_u: np.ndarray
     pos_u: np.ndarray
+    ptr_u: np.ndarray
 
     def __post_init__(self):
         for name in ("src_l", "pos_l", "src_u", "pos_u"):
@@ -154,17 +170,17 @@ class AssemblyMap:
     @classmethod
     def build(cls, B, iperm, layout, kind):
         """Map the entries of canonical CSC ``B`` under the symmetric permutation ``iperm``."""
-        cols = np.repeat(np.arange(B.shape[1], dtype=np.int64), np.diff(B.indptr))
-        pr, pc = iperm[B.indices], iperm[cols]
-        src = np.arange(B.nnz, dtype=np.int64)
+        src, pr, pc = _entries_by_pivot_column(B.indptr, B.indices, iperm)
         lower = pr >= pc
+        none = np.zeros(layout.fcol.size, dtype=np.int64)
         if kind != "lu":
             # Symmetric kinds read the lower triangle only.
-            return cls(src[lower], layout.position(pr[lower], pc[lower]), src[:0], src[:0])
+            pr, pc = pr[lower], pc[lower]
+            pos = layout.position(pr, pc)
+            return cls(src[lower], pos, layout.cblk_ptr(pc), src[:0], src[:0], none)
         # Upper entries of the diagonal blocks stay in L's panels; the rest go to Uᵀ.
-        col2cblk = np.repeat(np.arange(layout.fcol.size - 1), np.diff(layout.fcol))
-        up = ~lower
-        in_diag = up & (pc < layout.fcol[col2cblk[pr] + 1])
+        col2cblk = layout.col2cblk
+        in_diag = ~lower & (pc < layout.fcol[col2cblk[pr] + 1])
         to_l = lower | in_diag
         pos_l = np.empty(int(to_l.sum()), dtype=np.int64)
         sel_lower = lower[to_l]
@@ -175,9 +191,39 @@ class AssemblyMap:
         pos_l[~sel_lower] = (
             layout.coefind[k] + (pr[in_diag] - f) + (pc[in_diag] - f) * layout.stride[k]
         )
-        to_u = up & ~in_diag
-        pos_u = layout.position(pc[to_u], pr[to_u])  # Uᵀ: row c, column r
-        return cls(src[to_l], pos_l, src[to_u], pos_u)
+        # Uᵀ holds the upper entries outside the diagonal blocks: the lower ones of Bᵀ,
+        # grouped by their column in Bᵀ (B's row).
+        n = B.shape[0]
+        T = sp.csc_array((np.arange(B.nnz), B.indices, B.indptr), shape=(n, n)).T.tocsc()
+        src_t, pr_t, pc_t = _entries_by_pivot_column(T.indptr, T.indices, iperm)
+        to_u = pr_t >= layout.fcol[col2cblk[pc_t] + 1]
+        pr_t, pc_t = pr_t[to_u], pc_t[to_u]
+        return cls(
+            src[to_l],
+            pos_l,
+            layout.cblk_ptr(pc[to_l]),
+            T.data[src_t[to_u]],
+            layout.position(pr_t, pc_t),
+            layout.cblk_ptr(pc_t),
+        )
+
+
+def _entries_by_pivot_column(indptr, indices, iperm):
+    """The entries of a CSC pattern column by column in pivot order.
+
+    Returns their indices in the CSC arrays and their pivot rows and columns
+    (``iperm[row]``, ``iperm[col]``), the columns ascending: a counting sort by
+    column that the CSC layout already holds.
+    """
+    perm = inverse_permutation(iperm)
+    lengths = np.diff(indptr)[perm]
+    starts = np.asarray(indptr[:-1], dtype=np.int64)[perm]
+    total = int(lengths.sum())
+    # Entry t of pivot column j is at starts[j] + (t - first[j]).
+    first = np.cumsum(lengths) - lengths
+    src = np.repeat(starts - first, lengths) + np.arange(total, dtype=np.int64)
+    pc = np.repeat(np.arange(iperm.size, dtype=np.int64), lengths)
+    return src, iperm[indices[src]], pc
 
 
 @dataclass(frozen=True)
@@ -340,11 +386,18 @@ def factorize_numeric(B, analysis, layout, amap, kind, pivot_tol, progress=None,
     """
     n = B.shape[0]
     release_free_memory()
+    # Zero pages the kernels fill: each panel gets A's entries (``entries``) when its
+    # cblk is factored, so its first touch happens on the thread that factors it.
     L = np.zeros(layout.size, dtype=B.dtype)
-    L[amap.pos_l] = B.data[amap.src_l]
     U = np.zeros(layout.size if kind == "lu" else 0, dtype=B.dtype)
-    if kind == "lu":
-        U[amap.pos_u] = B.data[amap.src_u]
+    entries = (
+        B.data[amap.src_l],
+        amap.pos_l,
+        amap.ptr_l,
+        B.data[amap.src_u],
+        amap.pos_u,
+        amap.ptr_u,
+    )
     symmetric_pivots = kind in ("ldlt", "ldlh")
     # Local pivots: symmetric interchanges for LDLᵀ, row interchanges for LU.
     lperm = np.arange(n if kind != "llt" else 0, dtype=np.int64)
@@ -366,6 +419,7 @@ def factorize_numeric(B, analysis, layout, amap, kind, pivot_tol, progress=None,
                 code,
                 L,
                 U,
+                *entries,
                 *layout.block_args,
                 pivot_tol,
                 lperm,
@@ -377,7 +431,17 @@ def factorize_numeric(B, analysis, layout, amap, kind, pivot_tol, progress=None,
             )
     else:
         _, failed = _numeric.factorize_cblks(
-            code, L, U, *layout.block_args, pivot_tol, lperm, pivtype, dsub, pert, progress
+            code,
+            L,
+            U,
+            *entries,
+            *layout.block_args,
+            pivot_tol,
+            lperm,
+            pivtype,
+            dsub,
+            pert,
+            progress,
         )
     _check_failed(failed, analysis)
     if progress is not None:

@@ -40,6 +40,11 @@ def amalgamation_parameters(amalgamation):
     return {**AMALGAMATION, **amalgamation}
 
 
+def column_cblks(fcol):
+    """The cblk of each column, for cblks starting at columns ``fcol`` (then n)."""
+    return np.repeat(np.arange(fcol.shape[0] - 1, dtype=np.int64), np.diff(fcol))
+
+
 def _frozen(*arrays):
     """Make arrays read-only so that a result object cannot be changed behind its back."""
     for a in arrays:
@@ -257,7 +262,7 @@ def reorder_supernodes(xadj, adjncy, tree, fcol, together=None):
     ncblk = fcol.shape[0] - 1
     if n < 3:
         return tree
-    col2cblk = np.repeat(np.arange(ncblk, dtype=np.int64), np.diff(fcol))
+    col2cblk = column_cblks(fcol)
     rowptr, rows, _ = _symbolic.block_rows(n, xadj, adjncy, tree.perm, tree.iperm, fcol, col2cblk)
     # A unit is a column, or the two columns of a pair (named by the first).
     unit = np.arange(n, dtype=np.int64)
@@ -418,7 +423,7 @@ class SymbolMatrix:
 
     def col2cblk(self):
         """The cblk of every column."""
-        return np.repeat(np.arange(self.ncblk, dtype=np.int64), self.cblk_width)
+        return column_cblks(np.append(self.cblk_fcolnum, self.n))
 
     def check(self):
         """Verify every invariant of the block structure; raise PastixError on a violation.
@@ -539,8 +544,7 @@ def block_symbol(xadj, adjncy, tree, fcol):
     """
     n = xadj.shape[0] - 1
     ncblk = fcol.shape[0] - 1
-    widths = np.diff(fcol)
-    col2cblk = np.repeat(np.arange(ncblk, dtype=np.int64), widths)
+    col2cblk = column_cblks(fcol)
     rowptr, rows, _ = _symbolic.block_rows(n, xadj, adjncy, tree.perm, tree.iperm, fcol, col2cblk)
     # A blok is a maximal run of consecutive rows facing one cblk.
     owner = np.repeat(np.arange(ncblk, dtype=np.int64), np.diff(rowptr))

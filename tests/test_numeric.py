@@ -650,6 +650,75 @@ def test_kernel_factor_and_solve(kind, dtype, builder, ordering):
         assert sorted(fac.lperm.tolist()) == list(range(n))
 
 
+def reference_position(layout, r, c):
+    """Flat panel index of entry (r, c), pivot order, found by scanning the bloks."""
+    k = int(np.searchsorted(layout.fcol, c, side="right") - 1)
+    f, start = layout.fcol[k], layout.coefind[k] + (c - layout.fcol[k]) * layout.stride[k]
+    if f <= r < layout.fcol[k + 1]:
+        return start + r - f
+    for b in range(layout.bloknum[k] + 1, layout.bloknum[k + 1]):
+        if layout.frow[b] <= r <= layout.lrow[b]:
+            return start + layout.bcoef[b] + r - layout.frow[b]
+    raise AssertionError(f"({r}, {c}) is in no blok")
+
+
+@pytest.mark.parametrize(
+    "kind, builder",
+    [
+        ("llt", lambda: vector_laplacian((4, 3), dofs=2)),
+        ("lu", lambda: convection_diffusion3d(3, peclet=5.0)),
+        (
+            "lu",
+            lambda: sp.csc_array(sp.random_array((40, 40), density=0.1, rng=7)) + sp.eye_array(40),
+        ),
+    ],
+)
+def test_assembly_map_groups_entries_by_cblk(kind, builder):
+    B = sp.csc_array(builder())
+    B.sort_indices()
+    B.indptr, B.indices = B.indptr.astype(np.int64), B.indices.astype(np.int64)
+    an = analyze(B, ordering="metis", kind=kind)
+    layout = PanelLayout.from_symbol(an.symbol)
+    amap = AssemblyMap.build(B, an.iperm, layout, kind)
+    cols = np.repeat(np.arange(B.shape[0]), np.diff(B.indptr))
+    pr, pc = an.iperm[B.indices], an.iperm[cols]
+    lower = pr >= pc
+    for src, pos, ptr, upper in (
+        (amap.src_l, amap.pos_l, amap.ptr_l, False),
+        (amap.src_u, amap.pos_u, amap.ptr_u, True),
+    ):
+        ncblk = layout.fcol.size - 1
+        k = np.repeat(np.arange(ncblk), np.diff(ptr))
+        assert ptr[0] == 0 and ptr[-1] == src.size == pos.size
+        # Each cblk's entries lie in its own panel, where the scan puts them.
+        assert np.all((layout.coefind[k] <= pos) & (pos < layout.coefind[k + 1]))
+        r, c = (pc[src], pr[src]) if upper else (pr[src], pc[src])
+        assert [reference_position(layout, *rc) for rc in zip(r, c, strict=True)] == pos.tolist()
+    if kind == "llt":
+        assert sorted(amap.src_l) == np.flatnonzero(lower).tolist() and amap.src_u.size == 0
+    else:
+        assert sorted(np.concatenate([amap.src_l, amap.src_u])) == list(range(B.nnz))
+
+
+def test_panel_positions_reject_entries_outside_the_structure():
+    an = analyze(laplacian((6, 6)), ordering="metis")
+    layout = PanelLayout.from_symbol(an.symbol)
+    n = int(layout.fcol[-1])
+    outside = []
+    for c in range(n):
+        for r in range(c + 1, n):
+            try:
+                reference_position(layout, r, c)
+            except AssertionError:
+                outside.append((r, c))
+    assert outside  # a 2D grid's factor is not dense
+    r, c = outside[len(outside) // 2]
+    with pytest.raises(ValueError, match="outside the block structure"):
+        layout.position(np.array([r]), np.array([c]))
+    with pytest.raises(ValueError, match="outside the block structure"):
+        layout.position(np.array([0]), np.array([n - 1]))  # above the diagonal block
+
+
 def test_kernel_solve_identity_gives_inverse():
     B = dominant_symmetric(20, 61, signs="mixed")
     an, fac = kernel_factor(B, "ldlt")
