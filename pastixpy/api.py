@@ -146,7 +146,9 @@ class Factorization:
         t0 = time.perf_counter()
         if B is None:
             B = prep.apply(C)
-        pivot_tol = self._options["pivot_tol"] or np.sqrt(np.finfo(C.dtype).eps) * _norm_inf(B)
+        norm_a = _norm_inf(C)
+        norm_b = norm_a if B is C else _norm_inf(B)
+        pivot_tol = self._options["pivot_tol"] or np.sqrt(np.finfo(C.dtype).eps) * norm_b
         if self._assembly is None:
             self._assembly = AssemblyMap.build(B, self.analysis.iperm, self._layout, self.kind)
         t1 = time.perf_counter()
@@ -164,7 +166,7 @@ class Factorization:
         self._C = C
         self._prep = prep
         self._factors = factors
-        self._norm_a = _norm_inf(C)
+        self._norm_a = norm_a
         self._pivot_tol = pivot_tol
         perturbed = np.flatnonzero(factors.perturbed)
         # B's columns are A's columns: the matching permutes rows only.

@@ -145,6 +145,14 @@ def matrix_symmetry(C):
         D.eliminate_zeros()
         return D.nnz == 0
 
+    # Canonical C read as CSR holds Cᵀ in CSC order: equal arrays settle the common case
+    # at once (the sparse differences below also see through explicit zeros).
+    T = C.tocsr()
+    if np.array_equal(T.indptr, C.indptr) and np.array_equal(T.indices, C.indices):
+        if np.iscomplexobj(C.data) and np.array_equal(T.data, C.data.conj()):
+            return "hermitian"
+        if np.array_equal(T.data, C.data):
+            return "symmetric"
     if np.iscomplexobj(C.data):
         if is_zero(C - C.conj().T):
             return "hermitian"

@@ -16,7 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components, reverse_cuthill_mckee
 
-from ._graph import indistinguishable_groups
+from ._graph import indistinguishable_groups, quotient_adjacency
 from .errors import InvalidInputError
 from .options import parse_option
 
@@ -186,15 +186,8 @@ def _merge_groups(groups, ngroups, pairs):
 def quotient_graph(xadj, adjncy, groups, ngroups):
     """Graph whose vertices are the groups, weighted by their sizes."""
     weights = np.bincount(groups, minlength=ngroups).astype(np.int64)
-    rows = np.repeat(groups, np.diff(xadj))
-    cols = groups[adjncy]
-    keep = rows != cols
-    q = sp.csr_array(
-        (np.ones(int(keep.sum()), dtype=np.int8), (rows[keep], cols[keep])),
-        shape=(ngroups, ngroups),
-    )
-    q.sum_duplicates()
-    return q.indptr.astype(np.int64), q.indices.astype(np.int64), weights
+    qxadj, qadjncy = quotient_adjacency(ngroups, xadj, adjncy, groups)
+    return qxadj, qadjncy, weights
 
 
 def expand_permutation(qperm, groups, ngroups):

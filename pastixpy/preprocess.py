@@ -66,8 +66,8 @@ def check_structural_rank(A):
     """
     rows = A.indices
     cols = np.repeat(np.arange(A.shape[1]), np.diff(A.indptr))
-    if np.unique(rows[rows == cols]).size == A.shape[0]:
-        return  # a stored diagonal is already a perfect matching
+    if np.count_nonzero(rows == cols) == A.shape[0]:
+        return  # a full stored diagonal (canonical: one per column) is a perfect matching
     match = maximum_bipartite_matching(sp.csr_array(A), perm_type="row")
     unmatched = np.flatnonzero(match < 0)
     if unmatched.size:

@@ -126,6 +126,31 @@ def test_graph_compression_of_multidof_problem():
     assert an.stats["nnz_L"] <= 1.1 * plain.stats["nnz_L"]
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 60), st.integers(1, 60), st.floats(0.0, 0.4), st.integers(0, 2**31 - 1))
+def test_quotient_graph_joins_the_neighbours_of_each_group(n, ngroups, density, seed):
+    from pastixpy.matrix import canonical_csc, symmetric_pattern
+    from pastixpy.ordering import quotient_graph
+
+    rng = np.random.default_rng(seed)
+    A = sp.random_array((n, n), density=density, rng=rng, format="csc") + sp.eye_array(n)
+    xadj, adjncy = symmetric_pattern(canonical_csc(A))
+    groups = rng.integers(0, ngroups, n)
+    qxadj, qadjncy, weights = quotient_graph(xadj, adjncy, groups, ngroups)
+    # Reference: G ~ H when some member of G has a neighbour in H, G != H (dense).
+    adj = np.zeros((n, n), dtype=bool)
+    adj[np.repeat(np.arange(n), np.diff(xadj)), adjncy] = True
+    member = np.zeros((ngroups, n), dtype=bool)
+    member[groups, np.arange(n)] = True
+    quotient = (member.astype(int) @ adj.astype(int) @ member.T.astype(int)) > 0
+    np.fill_diagonal(quotient, False)
+    got = np.zeros((ngroups, ngroups), dtype=bool)
+    got[np.repeat(np.arange(ngroups), np.diff(qxadj)), qadjncy] = True
+    assert np.array_equal(got, quotient)
+    assert all(np.all(np.diff(qadjncy[qxadj[g] : qxadj[g + 1]]) > 0) for g in range(ngroups))
+    assert np.array_equal(weights, np.bincount(groups, minlength=ngroups))
+
+
 def test_unsymmetric_pattern_uses_a_plus_at():
     A = sp.csc_array(np.triu(np.ones((6, 6))) + np.eye(6))
     an = pastixpy.analyze(A, ordering="natural")

@@ -91,3 +91,29 @@ def test_errors_are_value_errors_and_pastix_errors():
     assert issubclass(pastixpy.InvalidInputError, ValueError)
     assert issubclass(pastixpy.InvalidInputError, pastixpy.PastixError)
     assert issubclass(pastixpy.OptionError, ValueError)
+
+
+@pytest.mark.parametrize(
+    "dense, expected",
+    [
+        ([[2.0, 1.0], [1.0, 3.0]], "symmetric"),
+        ([[2.0, 1.0], [1.5, 3.0]], "general"),
+        ([[2.0, 1j], [-1j, 3.0]], "hermitian"),
+        ([[2.0, 1j], [1j, 3.0]], "symmetric"),
+        ([[2.0 + 1j, 1j], [-1j, 3.0]], "general"),  # complex diagonal: not Hermitian
+        ([[2.0, 0.0], [1.0, 3.0]], "general"),
+    ],
+)
+def test_matrix_symmetry_classes(dense, expected):
+    from pastixpy.matrix import canonical_csc, matrix_symmetry
+
+    assert matrix_symmetry(canonical_csc(sp.csc_array(np.array(dense)))) == expected
+
+
+def test_matrix_symmetry_sees_through_explicit_zeros():
+    from pastixpy.matrix import canonical_csc, matrix_symmetry
+
+    # (0, 1) stored as an explicit zero, (1, 0) absent: the values are symmetric.
+    A = sp.csc_array((np.array([2.0, 0.0, 3.0]), np.array([0, 0, 1]), np.array([0, 1, 3])))
+    assert A.nnz == 3 and A.toarray()[0, 1] == 0
+    assert matrix_symmetry(canonical_csc(A)) == "symmetric"
