@@ -29,6 +29,7 @@ from .numeric import (
     blas_threads,
     factorize_numeric,
     permuted_rows,
+    unpermute_rows,
     unpermute_rows_inplace,
 )
 from .options import parse_option
@@ -166,6 +167,7 @@ class Factorization:
         self._C = C
         self._prep = prep
         self._factors = factors
+        self._iperm = self.analysis.iperm
         self._norm_a = norm_a
         self._pivot_tol = pivot_tol
         perturbed = np.flatnonzero(factors.perturbed)
@@ -361,7 +363,7 @@ class Factorization:
         # then the solution's only array (each n x k array is a page-fault bill).
         X = permuted_rows(c, perm)
         self._factors.solve_inplace(X, "T" if trans == "T" and self.kind == "lu" else "N")
-        unpermute_rows_inplace(X, perm)
+        X = unpermute_rows(X, perm, self._iperm)
         if not scaled:
             return X
         if trans == "N":

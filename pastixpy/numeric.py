@@ -324,6 +324,24 @@ def permuted_rows(a, index):
     return out
 
 
+#: Up to this size, un-permuting the solution gathers it into a new array: the
+#: gather's loads are independent, while following the permutation's cycles in
+#: place waits on one load after another (216,000 rows, one right-hand side:
+#: 1.0 ms against 4.4 ms). Above it, a new array's page faults cost more.
+GATHER_MAX_BYTES = 8 << 20
+
+
+def unpermute_rows(a, index, inverse):
+    """``a[index] = a`` for a row-major 2-D ``a``; ``inverse`` is ``index``'s inverse.
+
+    Returns a new array when ``a`` is small (see :data:`GATHER_MAX_BYTES`), else
+    ``a`` itself, un-permuted in place.
+    """
+    if a.nbytes <= GATHER_MAX_BYTES:
+        return permuted_rows(a, inverse)
+    return unpermute_rows_inplace(a, index)
+
+
 def unpermute_rows_inplace(a, index):
     """``a[index] = a`` in place, for a row-major 2-D ``a`` and a permutation ``index``
     (the inverse of :func:`permuted_rows`, without a second array)."""

@@ -6,6 +6,7 @@ References are scipy's dense LAPACK solves (in double precision) and
 """
 
 import warnings
+from unittest.mock import patch
 
 import numpy as np
 import pytest
@@ -30,6 +31,7 @@ from pastixpy.numeric import (
     PanelLayout,
     factorize_numeric,
     permuted_rows,
+    unpermute_rows,
     unpermute_rows_inplace,
 )
 from pastixpy.refine import backward_error as column_backward_errors
@@ -835,6 +837,13 @@ def test_permuted_rows_match_numpy(n, k, dtype, seed):
     inplace = a.copy()
     assert unpermute_rows_inplace(inplace, p) is inplace
     np.testing.assert_array_equal(inplace, back)
+    # Both ways of unpermute_rows: a gather into a new array (small), in place (large).
+    inverse = np.argsort(p)
+    np.testing.assert_array_equal(unpermute_rows(a.copy(), p, inverse), back)
+    with patch("pastixpy.numeric.GATHER_MAX_BYTES", 0):
+        big = a.copy()
+        assert unpermute_rows(big, p, inverse) is big
+        np.testing.assert_array_equal(big, back)
 
 
 def test_permuted_rows_rejects_bad_index():
