@@ -151,62 +151,56 @@ cdef int _cmp_idx(const void* a, const void* b) noexcept nogil:
     return (x > y) - (x < y)
 
 
+cdef idx_t _group_neighbours(idx_t g, const idx_t[::1] xadj, const idx_t[::1] adjncy,
+                            const idx_t[::1] groups, const idx_t[::1] members,
+                            const idx_t[::1] mptr, idx_t[::1] mark, idx_t stamp,
+                            idx_t* out) noexcept nogil:
+    """Count the groups other than g adjacent to g's members, and write them to ``out``
+    unless NULL. ``mark[h] == g + stamp`` flags h as seen: each pass over all groups
+    uses its own ``stamp`` so that the marks of an earlier pass never match."""
+    cdef idx_t i, p, h, count = 0
+    mark[g] = g + stamp
+    for i in range(mptr[g], mptr[g + 1]):
+        for p in range(xadj[members[i]], xadj[members[i] + 1]):
+            h = groups[adjncy[p]]
+            if mark[h] != g + stamp:
+                mark[h] = g + stamp
+                if out != NULL:
+                    out[count] = h
+                count += 1
+    return count
+
+
 def quotient_adjacency(idx_t ngroups, const idx_t[::1] xadj, const idx_t[::1] adjncy,
-                       const idx_t[::1] groups):
+                       const idx_t[::1] groups, const idx_t[::1] members,
+                       const idx_t[::1] mptr):
     """Adjacency of the graph whose vertices are the groups of ``groups`` (0..ngroups-1).
 
     Groups g != h are adjacent when a member of g is adjacent to a member of h;
-    each row is sorted. Two passes with a marker (count, then fill), no sort of
-    the edges.
+    each row is sorted. ``members[mptr[g]:mptr[g + 1]]`` are the vertices of group
+    g. Two passes with a marker (count, then fill), no sort of the edges.
     """
-    cdef idx_t n = xadj.shape[0] - 1, v, g, h, p, i, e
-    if groups.shape[0] != n:
-        raise ValueError("groups must have one entry per vertex")
-    for v in range(n):
-        if groups[v] < 0 or groups[v] >= ngroups:
-            raise ValueError(f"group {groups[v]} of vertex {v} is not in range({ngroups})")
-    cdef idx_t[::1] mptr = np.zeros(ngroups + 1, dtype=np.int64)
-    cdef idx_t[::1] members = np.empty(n, dtype=np.int64)
+    cdef idx_t n = xadj.shape[0] - 1, g, i
+    if groups.shape[0] != n or members.shape[0] != n or mptr.shape[0] != ngroups + 1 \
+            or mptr[0] != 0 or mptr[ngroups] != n:
+        raise ValueError("groups, members and mptr do not describe a grouping of the vertices")
+    for i in range(n):
+        if members[i] < 0 or members[i] >= n or groups[members[i]] < 0 \
+                or groups[members[i]] >= ngroups:
+            raise ValueError(f"member {members[i]} is not a vertex in one of {ngroups} groups")
     cdef idx_t[::1] mark = np.full(ngroups, -1, dtype=np.int64)
     cdef cnp.ndarray[idx_t, ndim=1] qxadj = np.zeros(ngroups + 1, dtype=np.int64)
     cdef cnp.ndarray[idx_t, ndim=1] qadj
     cdef idx_t* out
     with nogil:
-        for v in range(n):
-            mptr[groups[v] + 1] += 1
         for g in range(ngroups):
-            mptr[g + 1] += mptr[g]
-        for v in range(n):
-            members[mptr[groups[v]]] = v
-            mptr[groups[v]] += 1
-        for g in range(ngroups, 0, -1):
-            mptr[g] = mptr[g - 1]
-        mptr[0] = 0
-        for g in range(ngroups):
-            mark[g] = g
-            for i in range(mptr[g], mptr[g + 1]):
-                v = members[i]
-                for p in range(xadj[v], xadj[v + 1]):
-                    h = groups[adjncy[p]]
-                    if mark[h] != g:
-                        mark[h] = g
-                        qxadj[g + 1] += 1
-        for g in range(ngroups):
-            qxadj[g + 1] += qxadj[g]
-            mark[g] = -1
+            qxadj[g + 1] = qxadj[g] + _group_neighbours(g, xadj, adjncy, groups, members, mptr,
+                                                        mark, 0, NULL)
     qadj = np.empty(qxadj[ngroups], dtype=np.int64)
     out = &qadj[0] if qxadj[ngroups] else NULL
     with nogil:
         for g in range(ngroups):
-            mark[g] = g
-            e = qxadj[g]
-            for i in range(mptr[g], mptr[g + 1]):
-                v = members[i]
-                for p in range(xadj[v], xadj[v + 1]):
-                    h = groups[adjncy[p]]
-                    if mark[h] != g:
-                        mark[h] = g
-                        out[e] = h
-                        e += 1
-            qsort(&out[qxadj[g]], e - qxadj[g], sizeof(idx_t), _cmp_idx)
+            _group_neighbours(g, xadj, adjncy, groups, members, mptr, mark, ngroups,
+                              &out[qxadj[g]])
+            qsort(&out[qxadj[g]], qxadj[g + 1] - qxadj[g], sizeof(idx_t), _cmp_idx)
     return qxadj, qadj

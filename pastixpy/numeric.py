@@ -430,37 +430,13 @@ def factorize_numeric(B, analysis, layout, amap, kind, pivot_tol, progress=None,
     threads = int(threads)
     if layout.fcol.size <= 2 or _openmp["forked"]:
         threads = 1
+    args = (code, L, U, *entries, *layout.block_args, pivot_tol, lperm, pivtype, dsub, pert)
     if threads > 1:
         _openmp["used"] = True
         with blas_threads(1):
-            _, failed = _numeric.factorize_parallel(
-                code,
-                L,
-                U,
-                *entries,
-                *layout.block_args,
-                pivot_tol,
-                lperm,
-                pivtype,
-                dsub,
-                pert,
-                threads,
-                progress,
-            )
+            _, failed = _numeric.factorize_parallel(*args, threads, progress)
     else:
-        _, failed = _numeric.factorize_cblks(
-            code,
-            L,
-            U,
-            *entries,
-            *layout.block_args,
-            pivot_tol,
-            lperm,
-            pivtype,
-            dsub,
-            pert,
-            progress,
-        )
+        _, failed = _numeric.factorize_cblks(*args, progress)
     _check_failed(failed, analysis)
     if progress is not None:
         progress(1.0)

@@ -186,7 +186,10 @@ def _merge_groups(groups, ngroups, pairs):
 def quotient_graph(xadj, adjncy, groups, ngroups):
     """Graph whose vertices are the groups, weighted by their sizes."""
     weights = np.bincount(groups, minlength=ngroups).astype(np.int64)
-    qxadj, qadjncy = quotient_adjacency(ngroups, xadj, adjncy, groups)
+    members = np.argsort(groups, kind="stable").astype(np.int64)
+    mptr = np.zeros(ngroups + 1, dtype=np.int64)
+    np.cumsum(weights, out=mptr[1:])
+    qxadj, qadjncy = quotient_adjacency(ngroups, xadj, adjncy, groups, members, mptr)
     return qxadj, qadjncy, weights
 
 
