@@ -171,26 +171,18 @@ class AssemblyMap:
     def build(cls, B, iperm, layout, kind):
         """Map the entries of canonical CSC ``B`` under the symmetric permutation ``iperm``."""
         src, pr, pc = _entries_by_pivot_column(B.indptr, B.indices, iperm)
-        lower = pr >= pc
-        none = np.zeros(layout.fcol.size, dtype=np.int64)
         if kind != "lu":
             # Symmetric kinds read the lower triangle only.
+            lower = pr >= pc
             pr, pc = pr[lower], pc[lower]
+            no_entries = np.zeros(layout.fcol.size, dtype=np.int64)
             pos = layout.position(pr, pc)
-            return cls(src[lower], pos, layout.cblk_ptr(pc), src[:0], src[:0], none)
-        # Upper entries of the diagonal blocks stay in L's panels; the rest go to Uᵀ.
+            return cls(src[lower], pos, layout.cblk_ptr(pc), src[:0], src[:0], no_entries)
+        # L's panels take the lower entries and the upper ones inside the diagonal
+        # blocks (rows from the column's cblk down); the rest go to Uᵀ.
         col2cblk = layout.col2cblk
-        in_diag = ~lower & (pc < layout.fcol[col2cblk[pr] + 1])
-        to_l = lower | in_diag
-        pos_l = np.empty(int(to_l.sum()), dtype=np.int64)
-        sel_lower = lower[to_l]
-        pos_l[sel_lower] = layout.position(pr[lower], pc[lower])
-        # An upper diagonal-block entry (r, c), r < c, is at row r, column c of the square.
-        k = col2cblk[pr[in_diag]]
-        f = layout.fcol[k]
-        pos_l[~sel_lower] = (
-            layout.coefind[k] + (pr[in_diag] - f) + (pc[in_diag] - f) * layout.stride[k]
-        )
+        to_l = pr >= layout.fcol[col2cblk[pc]]
+        src, pr, pc = src[to_l], pr[to_l], pc[to_l]
         # Uᵀ holds the upper entries outside the diagonal blocks: the lower ones of Bᵀ,
         # grouped by their column in Bᵀ (B's row).
         n = B.shape[0]
@@ -199,9 +191,9 @@ class AssemblyMap:
         to_u = pr_t >= layout.fcol[col2cblk[pc_t] + 1]
         pr_t, pc_t = pr_t[to_u], pc_t[to_u]
         return cls(
-            src[to_l],
-            pos_l,
-            layout.cblk_ptr(pc[to_l]),
+            src,
+            layout.position(pr, pc),
+            layout.cblk_ptr(pc),
             T.data[src_t[to_u]],
             layout.position(pr_t, pc_t),
             layout.cblk_ptr(pc_t),
