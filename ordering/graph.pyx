@@ -185,9 +185,13 @@ def quotient_adjacency(idx_t ngroups, const idx_t[::1] xadj, const idx_t[::1] ad
             or mptr[0] != 0 or mptr[ngroups] != n:
         raise ValueError("groups, members and mptr do not describe a grouping of the vertices")
     for i in range(n):
-        if members[i] < 0 or members[i] >= n or groups[members[i]] < 0 \
-                or groups[members[i]] >= ngroups:
-            raise ValueError(f"member {members[i]} is not a vertex in one of {ngroups} groups")
+        if groups[i] < 0 or groups[i] >= ngroups:
+            raise ValueError(f"group {groups[i]} of vertex {i} is not in range({ngroups})")
+        if members[i] < 0 or members[i] >= n:
+            raise ValueError(f"member {members[i]} is not a vertex")
+    for g in range(ngroups):
+        if mptr[g + 1] < mptr[g]:
+            raise ValueError("mptr must not decrease")
     cdef idx_t[::1] mark = np.full(ngroups, -1, dtype=np.int64)
     cdef cnp.ndarray[idx_t, ndim=1] qxadj = np.zeros(ngroups + 1, dtype=np.int64)
     cdef cnp.ndarray[idx_t, ndim=1] qadj

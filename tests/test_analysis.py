@@ -151,6 +151,23 @@ def test_quotient_graph_joins_the_neighbours_of_each_group(n, ngroups, density, 
     assert np.array_equal(weights, np.bincount(groups, minlength=ngroups))
 
 
+def test_quotient_adjacency_rejects_bad_groupings():
+    from pastixpy._graph import quotient_adjacency
+
+    xadj, adjncy = np.array([0, 1, 2]), np.array([1, 0])
+    ok = (np.array([0, 1]), np.array([0, 1]), np.array([0, 1, 2]))
+    assert quotient_adjacency(2, xadj, adjncy, *ok)[1].tolist() == [1, 0]
+    for groups, members, mptr, message in [
+        ([0, 5], [0, 1], [0, 1, 2], "not in range"),
+        ([0, 1], [0, 7], [0, 1, 2], "not a vertex"),
+        ([0, 1], [0, 1], [0, 2, 1, 2], "must not decrease"),
+        ([0, 1], [0, 1], [0, 1, 2, 1], "do not describe"),
+    ]:
+        arrays = (np.array(a, dtype=np.int64) for a in (groups, members, mptr))
+        with pytest.raises(ValueError, match=message):
+            quotient_adjacency(len(mptr) - 1, xadj, adjncy, *arrays)
+
+
 def test_unsymmetric_pattern_uses_a_plus_at():
     A = sp.csc_array(np.triu(np.ones((6, 6))) + np.eye(6))
     an = pastixpy.analyze(A, ordering="natural")
