@@ -431,24 +431,24 @@ def refine_order(const idx_t[::1] cls, const idx_t[::1] setptr, const idx_t[::1]
 
 
 def panel_positions(const idx_t[::1] rows, const idx_t[::1] cols, const idx_t[::1] fcol,
-                    const idx_t[::1] bloknum, const idx_t[::1] frow, const idx_t[::1] lrow,
+                    const idx_t[::1] col2cblk, const idx_t[::1] bloknum,
+                    const idx_t[::1] frow, const idx_t[::1] lrow,
                     const idx_t[::1] bcoef, const idx_t[::1] coefind, const idx_t[::1] stride):
-    """Flat panel index of each entry (rows[i], cols[i]), pivot order (PanelLayout.position).
+    """Flat panel index of each entry (rows[i], cols[i]), pivot order (PanelLayout.position);
+    ``col2cblk`` is the cblk of each column.
 
     A row inside the column's cblk addresses the diagonal block; a row below it, the
     blok of that cblk holding it (binary search over the cblk's bloks). Raises
     ValueError for a row above the cblk or in no blok: outside the block structure.
     """
     cdef idx_t m = rows.shape[0], ncblk = fcol.shape[0] - 1, i, k, r, c, lo, hi, mid
-    cdef idx_t[::1] col2cblk = np.empty(fcol[ncblk], dtype=np.int64)
     cdef cnp.ndarray[idx_t, ndim=1] out = np.empty(m, dtype=np.int64)
     cdef idx_t* pos = &out[0] if m else NULL
     cdef bint bad = False
     if cols.shape[0] != m:
         raise ValueError("rows and cols differ in length")
-    for k in range(ncblk):
-        for c in range(fcol[k], fcol[k + 1]):
-            col2cblk[c] = k
+    if col2cblk.shape[0] != fcol[ncblk]:
+        raise ValueError("col2cblk must give the cblk of every column")
     with nogil:
         for i in range(m):
             r, c = rows[i], cols[i]

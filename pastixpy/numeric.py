@@ -9,6 +9,7 @@ import ctypes.util
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
@@ -116,7 +117,7 @@ class PanelLayout:
         *head, _fcblk, bcoef = self.block_args
         return (*head, bcoef)
 
-    @property
+    @cached_property
     def col2cblk(self):
         """The cblk of each column (pivot order)."""
         return column_cblks(self.fcol)
@@ -135,6 +136,7 @@ class PanelLayout:
             np.ascontiguousarray(rows, dtype=np.int64),
             np.ascontiguousarray(cols, dtype=np.int64),
             self.fcol,
+            self.col2cblk,
             self.bloknum,
             self.frow,
             self.lrow,
@@ -170,7 +172,8 @@ class AssemblyMap:
     @classmethod
     def build(cls, B, iperm, layout, kind):
         """Map the entries of canonical CSC ``B`` under the symmetric permutation ``iperm``."""
-        src, pr, pc = _entries_by_pivot_column(B.indptr, B.indices, iperm)
+        perm = inverse_permutation(iperm)
+        src, pr, pc = _entries_by_pivot_column(B.indptr, B.indices, perm, iperm)
         if kind != "lu":
             # Symmetric kinds read the lower triangle only.
             lower = pr >= pc
@@ -187,7 +190,7 @@ class AssemblyMap:
         # grouped by their column in Bᵀ (B's row).
         n = B.shape[0]
         T = sp.csc_array((np.arange(B.nnz), B.indices, B.indptr), shape=(n, n)).T.tocsc()
-        src_t, pr_t, pc_t = _entries_by_pivot_column(T.indptr, T.indices, iperm)
+        src_t, pr_t, pc_t = _entries_by_pivot_column(T.indptr, T.indices, perm, iperm)
         to_u = pr_t >= layout.fcol[col2cblk[pc_t] + 1]
         pr_t, pc_t = pr_t[to_u], pc_t[to_u]
         return cls(
@@ -200,14 +203,14 @@ class AssemblyMap:
         )
 
 
-def _entries_by_pivot_column(indptr, indices, iperm):
-    """The entries of a CSC pattern column by column in pivot order.
+def _entries_by_pivot_column(indptr, indices, perm, iperm):
+    """The entries of a CSC pattern column by column in pivot order (``perm`` and its
+    inverse ``iperm``).
 
     Returns their indices in the CSC arrays and their pivot rows and columns
     (``iperm[row]``, ``iperm[col]``), the columns ascending: a counting sort by
     column that the CSC layout already holds.
     """
-    perm = inverse_permutation(iperm)
     lengths = np.diff(indptr)[perm]
     starts = np.asarray(indptr[:-1], dtype=np.int64)[perm]
     total = int(lengths.sum())
