@@ -27,6 +27,9 @@ cnp.import_array()
 cdef extern from "<sched.h>" nogil:
     int sched_yield()
 
+cdef extern from *:
+    void __builtin_prefetch(const void* addr, int rw, int locality) nogil
+
 ctypedef int64_t idx_t
 ctypedef float complex cfloat
 ctypedef double complex cdouble
@@ -47,6 +50,23 @@ cdef enum:
 KIND_CODES = {"llt": LLT, "ldlt": LDLT, "ldlh": LDLH, "lu": LU}
 
 cdef double BK_ALPHA = 0.6403882032022076  # (1 + sqrt(17)) / 8, Bunch-Kaufman's growth bound
+
+
+# ----------------------------------------------------------------------------- scalars
+
+cdef inline double mag(scalar x) noexcept nogil:
+    if scalar is float or scalar is double:
+        return fabs(x)
+    else:
+        return sqrt(x.real * x.real + x.imag * x.imag)
+
+
+cdef inline scalar cj(scalar x, bint conj) noexcept nogil:
+    """x, conjugated when ``conj`` (Hermitian kinds)."""
+    if scalar is cfloat or scalar is cdouble:
+        if conj:
+            return x.conjugate()
+    return x
 
 
 # ----------------------------------------------------------------------------- BLAS/LAPACK
@@ -96,12 +116,22 @@ cdef inline void trsm(char side, char uplo, char ta, char diag, int m, int n, sc
         ztrsm(&side, &uplo, &ta, &diag, &m, &n, &alpha, a, &lda, b, &ldb)
 
 
+# Below this many matrix entries, level-2 operations run as plain loops: the solve
+# calls them once per cblk, and most cblks are a few columns wide, where a BLAS
+# call's fixed cost outweighs the work.
+cdef enum:
+    SMALL_LEVEL2 = 1024
+
+
 cdef inline void gemv(char ta, int m, int n, scalar alpha, scalar* a, int lda, scalar* x,
                       scalar beta, scalar* y) noexcept nogil:
+    """y ← alpha op(A) x + beta y, A m x n; y is not read when beta is 0 (as in BLAS)."""
     cdef int one = 1
     if m <= 0 or n <= 0:
         return
-    if scalar is float:
+    if <int64_t>m * n <= SMALL_LEVEL2:
+        small_gemv(ta, m, n, alpha, a, lda, x, beta, y)
+    elif scalar is float:
         sgemv(&ta, &m, &n, &alpha, a, &lda, x, &one, &beta, y, &one)
     elif scalar is double:
         dgemv(&ta, &m, &n, &alpha, a, &lda, x, &one, &beta, y, &one)
@@ -111,12 +141,72 @@ cdef inline void gemv(char ta, int m, int n, scalar alpha, scalar* a, int lda, s
         zgemv(&ta, &m, &n, &alpha, a, &lda, x, &one, &beta, y, &one)
 
 
+cdef inline void small_gemv(char ta, int m, int n, scalar alpha, scalar* a, int lda, scalar* x,
+                            scalar beta, scalar* y) noexcept nogil:
+    # Four columns at a time: a quarter of the passes over y for 'N', and four
+    # independent sums (rather than one chain of dependent additions) for 'T'/'C'.
+    cdef int i, j
+    cdef scalar s0, s1, s2, s3
+    cdef bint conj = ta == c'C'
+    cdef scalar* c0
+    cdef scalar* c1
+    cdef scalar* c2
+    cdef scalar* c3
+    if ta == c'N':
+        for i in range(m):
+            y[i] = 0 if beta == 0 else beta * y[i]
+        j = 0
+        while j + 4 <= n:
+            c0 = a + <int64_t>j * lda
+            c1 = c0 + lda
+            c2 = c1 + lda
+            c3 = c2 + lda
+            s0, s1, s2, s3 = alpha * x[j], alpha * x[j + 1], alpha * x[j + 2], alpha * x[j + 3]
+            for i in range(m):
+                y[i] += c0[i] * s0 + c1[i] * s1 + c2[i] * s2 + c3[i] * s3
+            j += 4
+        while j < n:
+            c0 = a + <int64_t>j * lda
+            s0 = alpha * x[j]
+            for i in range(m):
+                y[i] += c0[i] * s0
+            j += 1
+    else:
+        j = 0
+        while j + 4 <= n:
+            c0 = a + <int64_t>j * lda
+            c1 = c0 + lda
+            c2 = c1 + lda
+            c3 = c2 + lda
+            s0 = s1 = s2 = s3 = 0
+            for i in range(m):
+                s0 += cj(c0[i], conj) * x[i]
+                s1 += cj(c1[i], conj) * x[i]
+                s2 += cj(c2[i], conj) * x[i]
+                s3 += cj(c3[i], conj) * x[i]
+            y[j] = alpha * s0 if beta == 0 else alpha * s0 + beta * y[j]
+            y[j + 1] = alpha * s1 if beta == 0 else alpha * s1 + beta * y[j + 1]
+            y[j + 2] = alpha * s2 if beta == 0 else alpha * s2 + beta * y[j + 2]
+            y[j + 3] = alpha * s3 if beta == 0 else alpha * s3 + beta * y[j + 3]
+            j += 4
+        while j < n:
+            c0 = a + <int64_t>j * lda
+            s0 = 0
+            for i in range(m):
+                s0 += cj(c0[i], conj) * x[i]
+            y[j] = alpha * s0 if beta == 0 else alpha * s0 + beta * y[j]
+            j += 1
+
+
 cdef inline void trsv(char uplo, char ta, char diag, int n, scalar* a, int lda,
                       scalar* x) noexcept nogil:
+    """x ← op(A)⁻¹ x for a triangular n x n A."""
     cdef int one = 1
     if n <= 0:
         return
-    if scalar is float:
+    if <int64_t>n * n <= SMALL_LEVEL2:
+        small_trsv(uplo, ta, diag, n, a, lda, x)
+    elif scalar is float:
         strsv(&uplo, &ta, &diag, &n, a, &lda, x, &one)
     elif scalar is double:
         dtrsv(&uplo, &ta, &diag, &n, a, &lda, x, &one)
@@ -124,6 +214,41 @@ cdef inline void trsv(char uplo, char ta, char diag, int n, scalar* a, int lda,
         ctrsv(&uplo, &ta, &diag, &n, a, &lda, x, &one)
     else:
         ztrsv(&uplo, &ta, &diag, &n, a, &lda, x, &one)
+
+
+cdef inline void small_trsv(char uplo, char ta, char diag, int n, scalar* a, int lda,
+                            scalar* x) noexcept nogil:
+    cdef int i, j, ii, jj
+    cdef scalar s
+    cdef bint unit = diag == c'U', conj = ta == c'C', lower = uplo == c'L'
+    cdef scalar* col
+    if ta == c'N':
+        # Column by column: x_j is final once divided, then leaves column j.
+        for jj in range(n):
+            j = jj if lower else n - 1 - jj
+            col = a + <int64_t>j * lda
+            if not unit:
+                x[j] = x[j] / col[j]
+            s = x[j]
+            if lower:
+                for i in range(j + 1, n):
+                    x[i] -= col[i] * s
+            else:
+                for i in range(j):
+                    x[i] -= col[i] * s
+    else:
+        # Row i of op(A) is column i of A: a dot product over its part past the diagonal.
+        for ii in range(n):
+            i = n - 1 - ii if lower else ii
+            col = a + <int64_t>i * lda
+            s = x[i]
+            if lower:
+                for j in range(i + 1, n):
+                    s -= cj(col[j], conj) * x[j]
+            else:
+                for j in range(i):
+                    s -= cj(col[j], conj) * x[j]
+            x[i] = s if unit else s / cj(col[i], conj)
 
 
 cdef inline int potrf(int n, scalar* a, int lda) noexcept nogil:
@@ -138,21 +263,6 @@ cdef inline int potrf(int n, scalar* a, int lda) noexcept nogil:
     else:
         zpotrf(&uplo, &n, a, &lda, &info)
     return info
-
-
-cdef inline double mag(scalar x) noexcept nogil:
-    if scalar is float or scalar is double:
-        return fabs(x)
-    else:
-        return sqrt(x.real * x.real + x.imag * x.imag)
-
-
-cdef inline scalar cj(scalar x, bint conj) noexcept nogil:
-    """x, conjugated when ``conj`` (Hermitian kinds)."""
-    if scalar is cfloat or scalar is cdouble:
-        if conj:
-            return x.conjugate()
-    return x
 
 
 cdef inline scalar perturbed_pivot(scalar d, double tol) noexcept nogil:
@@ -1137,6 +1247,24 @@ def factorize_parallel(int kind, scalar[::1] L, scalar[::1] U,
 # (trsm from the right), op(A) X becomes Y op(A)ᵀ. With one right-hand side both
 # layouts are the same vector, and gemv/trsv read each panel once.
 
+# How far ahead of the backward solve, in bytes, its panels are prefetched.
+cdef enum:
+    PREFETCH_AHEAD = 8192
+
+
+cdef inline idx_t prefetch_below(const scalar* base, idx_t low, idx_t target) noexcept nogil:
+    """Prefetch base[target:low] a cache line at a time, downwards; returns the new low.
+
+    The backward solve walks the panels from the last to the first, but each from
+    its start: across small panels, not a stream the hardware prefetcher follows.
+    """
+    cdef idx_t line = 64 // sizeof(scalar)
+    while low > target and low > 0:
+        low -= line
+        __builtin_prefetch(base + low, 0, 3)
+    return low
+
+
 cdef inline char transposed(char trans) noexcept nogil:
     """op(A)ᵀ = op'(A): 'N' <-> 'T' (a conjugate op is turned into 'T' beforehand)."""
     return c'T' if trans == c'N' else c'N'
@@ -1255,7 +1383,9 @@ def solve_backward(scalar[::1] X, idx_t n, int nrhs, const scalar[::1] diagpanel
     conj(op(A)⁻¹ X) = opᵀ(A)⁻¹ conj(X): then ``offtrans`` and ``trans`` must both be 'C'.
     """
     cdef scalar one = 1, mone = -1
-    cdef idx_t ncblk = fcol.shape[0] - 1, k, b, fc, i, rowsmax = 1
+    cdef idx_t ncblk = fcol.shape[0] - 1, k, b, fc, i, rowsmax = 1, ahead
+    cdef idx_t low = offpanels.shape[0], low_diag = diagpanels.shape[0]
+    cdef bint two_arrays = &diagpanels[0] != &offpanels[0]
     cdef int w, m, h
     cdef char cuplo = uplo, ctrans = trans, cunit = c'U' if unit else c'N', cofft = offtrans
     cdef bint permute = lperm.shape[0] > 0, conj = False
@@ -1283,6 +1413,10 @@ def solve_backward(scalar[::1] X, idx_t n, int nrhs, const scalar[::1] diagpanel
             w = fcol[k + 1] - fc
             m = stride[k]
             xb = &X[fc * nrhs]
+            ahead = coefind[k] - PREFETCH_AHEAD // <idx_t>sizeof(scalar)
+            low = prefetch_below(&offpanels[0], min(low, coefind[k]), ahead)
+            if two_arrays:  # LU: the diagonal blocks are in the other factor
+                low_diag = prefetch_below(&diagpanels[0], min(low_diag, coefind[k]), ahead)
             if m > w:
                 for b in range(bloknum[k] + 1, bloknum[k + 1]):
                     h = (lrow[b] - frow[b] + 1) * nrhs
