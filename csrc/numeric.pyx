@@ -1563,3 +1563,69 @@ def column_max_abs(const scalar[:, ::1] a):
                 if v > out[j] or v != v:  # a NaN, once in, stays (nothing compares above it)
                     out[j] = v
     return res
+
+
+cdef inline void keep_max(double* out, double v) noexcept nogil:
+    if v > out[0] or v != v:  # a NaN, once in, stays (nothing compares above it)
+        out[0] = v
+
+
+def residual_maxima(const idx_t[::1] indptr, const idx_t[::1] indices, const scalar[::1] data,
+                    bint conj, const scalar[:, ::1] x, const scalar[:, ::1] b):
+    """Column maxima of |b − M x|, |x| and |b| (rows 0, 1, 2 of a 3 x k array), M given
+    by rows in compressed form (its values conjugated when ``conj``).
+
+    One pass over M, x and b with no residual array: the backward error of a solve
+    for the price of a product. NaN where a column holds one.
+    """
+    cdef idx_t n = x.shape[0], k = x.shape[1], i, p, j, r, bad = -1
+    cdef scalar a
+    cdef scalar* acc
+    if b.shape[0] != n or b.shape[1] != k or indptr.shape[0] != n + 1:
+        raise ValueError("residual_maxima: shapes do not match")
+    if indptr[0] != 0 or indptr[n] > indices.shape[0] or indptr[n] > data.shape[0]:
+        raise ValueError("residual_maxima: indptr does not fit indices and data")
+    res = np.zeros((3, k))
+    cdef double[:, ::1] out = res
+    acc = <scalar*>malloc(max(k, 1) * sizeof(scalar))
+    if acc == NULL:
+        raise MemoryError("cannot allocate the residual work buffer")
+    # Each row's product first, then b minus it: the order of a product and a
+    # subtraction, so the figures match those of b - A @ x (C's rows are sorted).
+    with nogil:
+        if k == 1:  # one right-hand side: the sum in a register
+            for i in range(n):
+                a = 0
+                for p in range(indptr[i], indptr[i + 1]):
+                    j = indices[p]
+                    if j < 0 or j >= n:
+                        bad = i
+                        break
+                    a = a + cj(data[p], conj) * x[j, 0]
+                if bad >= 0:
+                    break
+                keep_max(&out[0, 0], mag(b[i, 0] - a))
+                keep_max(&out[1, 0], mag(x[i, 0]))
+                keep_max(&out[2, 0], mag(b[i, 0]))
+        else:
+            for i in range(n):
+                for r in range(k):
+                    acc[r] = 0
+                for p in range(indptr[i], indptr[i + 1]):
+                    j = indices[p]
+                    if j < 0 or j >= n:
+                        bad = i
+                        break
+                    a = cj(data[p], conj)
+                    for r in range(k):
+                        acc[r] += a * x[j, r]
+                if bad >= 0:
+                    break
+                for r in range(k):
+                    keep_max(&out[0, r], mag(b[i, r] - acc[r]))
+                    keep_max(&out[1, r], mag(x[i, r]))
+                    keep_max(&out[2, r], mag(b[i, r]))
+    free(acc)
+    if bad >= 0:
+        raise ValueError(f"residual_maxima: row {bad} has a column index out of range")
+    return res

@@ -382,6 +382,19 @@ class Factorization:
             return C.T @ X
         return C.conj().T @ X
 
+    def _op_rows(self, trans):
+        """op(A) by rows, ``(indptr, indices, data, conj)``, for the backward error.
+
+        C's columns are the rows of Cᵀ (conjugated: of Cᴴ), and of C itself for the
+        symmetric and Hermitian kinds. None for LU's C, whose rows are not at hand.
+        """
+        C = self._C
+        if trans == "N" and self.kind == "lu":
+            return None
+        hermitian = self.kind in ("llt", "ldlh")
+        conj = np.iscomplexobj(C.data) and (trans == "H" or (trans == "N" and hermitian))
+        return C.indptr, C.indices, C.data, conj
+
     def _solve_refined(self, b, trans):
         x = self._apply_inverse(b, trans)
         method, kw = self._options["refine"]
@@ -389,8 +402,9 @@ class Factorization:
         maxiter = kw.get("maxiter", 10)
         matvec = lambda X: self._matvec(X, trans)  # noqa: E731
         solve = lambda R: self._apply_inverse(R, trans)  # noqa: E731
+        rows = self._op_rows(trans)
         if method == "none":
-            berr = backward_error(matvec, x, b, self._norm_a)
+            berr = backward_error(matvec, x, b, self._norm_a, rows)
             steps = 0
         else:
             needed = self.stats["perturbed_pivots"] > 0 or self.stats["scaling"]
@@ -407,6 +421,7 @@ class Factorization:
                 maxiter,
                 krylov,
                 always=method != "auto" or needed,
+                rows=rows,
             )
         self.stats["refinement_steps"] = int(steps)
         self.stats["backward_error"] = float(berr.max()) if berr.size else 0.0

@@ -7,7 +7,7 @@ column for several right-hand sides.
 import numpy as np
 import scipy.sparse.linalg as sla
 
-from ._numeric import column_max_abs
+from ._numeric import column_max_abs, residual_maxima
 
 _KERNEL_DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
 
@@ -19,12 +19,23 @@ def _max_abs(a):
     return column_max_abs(np.ascontiguousarray(a))
 
 
-def backward_error(matvec, x, b, norm_a):
-    """Backward error of every column of x (a 2-D array)."""
-    r = matvec(x)
-    np.subtract(b, r, out=r)
-    num = _max_abs(r)
-    den = norm_a * _max_abs(x) + _max_abs(b)
+def backward_error(matvec, x, b, norm_a, rows=None):
+    """Backward error of every column of x (a 2-D array).
+
+    ``rows``, when given, is op(A) by rows, ``(indptr, indices, data, conj)``: the
+    maxima of the residual, x and b then come from one pass over A, x and b, with
+    no n x k residual array (whose fresh pages cost more than the arithmetic).
+    """
+    if rows is not None and x.dtype == b.dtype == rows[2].dtype and x.dtype in _KERNEL_DTYPES:
+        indptr, indices, data, conj = rows
+        num, norm_x, norm_b = residual_maxima(
+            indptr, indices, data, conj, np.ascontiguousarray(x), np.ascontiguousarray(b)
+        )
+    else:
+        r = matvec(x)
+        np.subtract(b, r, out=r)
+        num, norm_x, norm_b = _max_abs(r), _max_abs(x), _max_abs(b)
+    den = norm_a * norm_x + norm_b
     with np.errstate(invalid="ignore", divide="ignore"):
         berr = num / den
     berr[(den == 0) & (num == 0)] = 0.0  # x = b = 0 exactly
@@ -32,7 +43,7 @@ def backward_error(matvec, x, b, norm_a):
     return np.where(np.isfinite(berr), berr, np.inf)
 
 
-def refine(matvec, solve, b, x, norm_a, tol, maxiter=10, krylov="gmres", always=True):
+def refine(matvec, solve, b, x, norm_a, tol, maxiter=10, krylov="gmres", always=True, rows=None):
     """Improve ``x`` until its backward error is at most ``tol`` (if it can).
 
     Iterative refinement runs while each step at least halves the backward
@@ -52,6 +63,10 @@ def refine(matvec, solve, b, x, norm_a, tol, maxiter=10, krylov="gmres", always=
     maxiter : int
         Iterative refinement steps, and Krylov iterations (times 10) per column.
     krylov : {"gmres", "cg", None}
+    always : bool
+        Refine columns already at ``tol`` too, down to the precision's floor.
+    rows : tuple, optional
+        op(A) by rows, for :func:`backward_error`.
 
     Returns
     -------
@@ -62,7 +77,7 @@ def refine(matvec, solve, b, x, norm_a, tol, maxiter=10, krylov="gmres", always=
         Refinement steps and Krylov iterations done, in all.
     """
     floor = 4 * np.finfo(x.dtype).eps
-    berr = backward_error(matvec, x, b, norm_a)
+    berr = backward_error(matvec, x, b, norm_a, rows)
     steps = 0
     target = floor if always else tol
     for _ in range(maxiter):
@@ -71,7 +86,7 @@ def refine(matvec, solve, b, x, norm_a, tol, maxiter=10, krylov="gmres", always=
             break
         x_new = x.copy()
         x_new[:, active] = x[:, active] + solve(b[:, active] - matvec(x[:, active]))
-        berr_new = backward_error(matvec, x_new, b, norm_a)
+        berr_new = backward_error(matvec, x_new, b, norm_a, rows)
         better = berr_new < berr
         x[:, better] = x_new[:, better]
         steps += 1
@@ -80,12 +95,12 @@ def refine(matvec, solve, b, x, norm_a, tol, maxiter=10, krylov="gmres", always=
         if not (progress & active).any():
             break
     if krylov is not None and (berr > tol).any():
-        x, berr, its = _krylov(matvec, solve, b, x, norm_a, tol, berr, maxiter * 10, krylov)
+        x, berr, its = _krylov(matvec, solve, b, x, norm_a, tol, berr, maxiter * 10, krylov, rows)
         steps += its
     return x, berr, steps
 
 
-def _krylov(matvec, solve, b, x, norm_a, tol, berr, maxiter, method):
+def _krylov(matvec, solve, b, x, norm_a, tol, berr, maxiter, method, rows):
     """GMRES/CG on each column whose backward error is above ``tol``."""
     n = b.shape[0]
     dtype = x.dtype
@@ -118,7 +133,7 @@ def _krylov(matvec, solve, b, x, norm_a, tol, berr, maxiter, method):
             )
         iterations += count[0]
         xj = xj.reshape(n, 1).astype(dtype, copy=False)
-        e = backward_error(matvec, xj, b[:, j : j + 1], norm_a)[0]
+        e = backward_error(matvec, xj, b[:, j : j + 1], norm_a, rows)[0]
         if e < berr[j]:
             x[:, j] = xj[:, 0]
             berr[j] = e

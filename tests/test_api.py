@@ -566,6 +566,31 @@ def test_stats_of_lu_and_refinement():
     assert Z.stats["factor_entries"] >= Z.stats["nnz_L"]
 
 
+@pytest.mark.parametrize(
+    "kind, builder",
+    [
+        ("llt", lambda: laplacian((6, 5))),
+        ("llt", lambda: dominant_symmetric(30, 71, complex_=True)),
+        ("ldlt", lambda: helmholtz2d(5)),
+        ("ldlh", lambda: dominant_symmetric(30, 72, complex_=True, signs="mixed")),
+        ("lu", lambda: convection_diffusion3d(3) + 0.5j * sp.eye_array(27)),
+    ],
+)
+@pytest.mark.parametrize("trans", ["N", "T", "H"])
+def test_stats_backward_error_is_that_of_the_solved_system(kind, builder, trans):
+    # The figure comes from op(A)'s rows (A's columns, conjugated or not) where the
+    # kind gives them: a wrong operator would report an error of order one.
+    A = sp.csc_array(builder())
+    F = pastixpy.factorize(A, kind=kind, refine="none")
+    rng = np.random.default_rng(5)
+    b = random_vector(rng, (A.shape[0], 2), np.iscomplexobj(A.data))
+    x = F.solve(b, trans=trans)
+    op = {"N": A, "T": A.T, "H": A.conj().T}[trans]
+    expect = backward_error(op, x, b).max()
+    assert expect <= 1e-13
+    assert F.stats["backward_error"] == pytest.approx(expect, rel=0.5, abs=1e-16)
+
+
 def test_stats_count_perturbed_pivots():
     A = sp.csc_array(np.array([[1.0, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 2.0]]))
     with pytest.warns(pastixpy.PastixWarning, match="perturbed"):

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pastixpy
+from pastixpy._numeric import residual_maxima
 from pastixpy.analysis import analyze
 from pastixpy.gallery import (
     convection_diffusion3d,
@@ -915,3 +916,48 @@ def test_backward_error_flags_non_finite_columns():
     x = np.array([[1.0, np.nan], [2.0, 1.0]])
     berr = column_backward_errors(lambda X: X, x, np.ones((2, 2)), 1.0)
     assert np.isfinite(berr[0]) and berr[1] == np.inf
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(1, 40),
+    k=st.integers(1, 6),
+    dtype=st.sampled_from(DTYPES),
+    conj=st.booleans(),
+    density=st.floats(0.0, 0.5),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_backward_error_by_rows_matches_the_product(n, k, dtype, conj, density, seed):
+    """The fused pass over op(A)'s rows (C's columns, conjugated or not) gives the
+    figures of the product-then-subtract path."""
+    rng = np.random.default_rng(seed)
+    C = sp.random_array((n, n), density=density, rng=rng, format="csc", dtype=np.float64)
+    if np.dtype(dtype).kind == "c":
+        C = C + 1j * sp.random_array((n, n), density=density, rng=rng, format="csc")
+    C = sp.csc_array(C.astype(dtype))
+    C.sort_indices()
+    C.indptr, C.indices = C.indptr.astype(np.int64), C.indices.astype(np.int64)
+    x = random_vector(rng, (n, k), np.dtype(dtype).kind == "c").astype(dtype)
+    b = random_vector(rng, (n, k), np.dtype(dtype).kind == "c").astype(dtype)
+    op = C.conj().T if conj else C.T  # the operator whose rows are C's columns
+    norm_a = float(abs(op).sum(axis=1).max()) if C.nnz else 1.0
+    rows = (C.indptr, C.indices, C.data, conj)
+    fused = column_backward_errors(None, x, b, norm_a, rows)
+    expect = column_backward_errors(lambda X: op @ X, x, b, norm_a)
+    eps = np.finfo(dtype).eps
+    np.testing.assert_allclose(fused, expect, rtol=0, atol=64 * eps * max(expect.max(), eps))
+
+
+def test_residual_maxima_checks_and_flags_nan():
+    indptr, indices = np.array([0, 1, 2]), np.array([0, 1])
+    data = np.array([2.0, 3.0])
+    x = np.array([[1.0, np.nan], [1.0, 1.0]])
+    res = residual_maxima(indptr, indices, data, False, x, np.ones((2, 2)))
+    np.testing.assert_array_equal(res[:, 0], [2.0, 1.0, 1.0])
+    assert np.isnan(res[0, 1]) and np.isnan(res[1, 1])
+    with pytest.raises(ValueError, match="row 1 has a column index out of range"):
+        residual_maxima(indptr, np.array([0, 2]), data, False, x, np.ones((2, 2)))
+    with pytest.raises(ValueError, match="shapes do not match"):
+        residual_maxima(indptr, indices, data, False, x, np.ones((3, 2)))
+    with pytest.raises(ValueError, match="does not fit"):
+        residual_maxima(np.array([0, 1, 3]), indices, data, False, x, np.ones((2, 2)))
