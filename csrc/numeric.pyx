@@ -13,7 +13,7 @@ from cpython.exc cimport PyErr_CheckSignals
 from cpython.ref cimport PyObject
 from cython.parallel cimport parallel, threadid
 from libc.math cimport fabs, sqrt
-from libc.stdint cimport int32_t, int64_t
+from libc.stdint cimport INT64_MAX, int32_t, int64_t
 from libc.stdlib cimport calloc, free, malloc
 from openmp cimport (omp_destroy_lock, omp_get_wtime, omp_init_lock, omp_lock_t, omp_set_lock,
                      omp_test_lock, omp_unset_lock)
@@ -1253,11 +1253,7 @@ cdef enum:
 
 
 cdef inline idx_t prefetch_below(const scalar* base, idx_t low, idx_t target) noexcept nogil:
-    """Prefetch base[target:low] a cache line at a time, downwards; returns the new low.
-
-    The backward solve walks the panels from the last to the first, but each from
-    its start: across small panels, not a stream the hardware prefetcher follows.
-    """
+    """Prefetch base[target:low] a cache line at a time, downwards; returns the new low."""
     cdef idx_t line = 64 // sizeof(scalar)
     while low > target and low > 0:
         low -= line
@@ -1305,139 +1301,286 @@ cdef inline void solve_diag_block(char uplo, char ta, char diag, int w, int nrhs
         trsm(c'R', uplo, transposed(ta), diag, nrhs, w, one, a, lda, x, nrhs)
 
 
-def solve_forward(scalar[::1] X, idx_t n, int nrhs, const scalar[::1] diagpanels,
-                  const scalar[::1] offpanels,
-                  int uplo, int trans, bint unit, const idx_t[::1] lperm,
-                  const idx_t[::1] fcol, const idx_t[::1] bloknum, const idx_t[::1] coefind,
-                  const idx_t[::1] stride, const idx_t[::1] frow, const idx_t[::1] lrow,
-                  const idx_t[::1] bcoef):
-    """Forward substitution by cblk on X (n x nrhs, row-major), in pivot order.
+cdef struct Sweep:
+    # One triangular sweep over the panels, as raw pointers: the block structure
+    # (PanelLayout.block_args), the panels and what op to apply.
+    const idx_t* fcol
+    const idx_t* bloknum
+    const idx_t* coefind
+    const idx_t* stride
+    const idx_t* frow
+    const idx_t* lrow
+    const idx_t* fcblk
+    const idx_t* bcoef
+    const idx_t* lperm  # local pivots, NULL for none
+    const void* diag  # panels holding the diagonal blocks
+    const void* off  # panels holding the off-diagonal parts
+    int nrhs
+    char uplo, trans, unit, offtrans  # as BLAS: diagonal block's uplo/trans/diag, off's trans
+    # Parallel forward sweep: the rows of cblks with topoff[f] >= 0 (the top of the
+    # tree, shared by the threads' subtrees) go to the row topoff[f] of a private
+    # buffer instead of X. NULL for none.
+    const idx_t* topoff
 
-    Per cblk: permute by ``lperm`` (local pivots; empty to skip), solve with the
-    diagonal block (``uplo``, ``trans`` in 'N'/'T', ``unit`` as for trsm), then
-    subtract the off-diagonal panel times the solution from the rows it faces.
-    """
+
+cdef Sweep make_sweep(const scalar[::1] diagpanels, const scalar[::1] offpanels, int nrhs,
+                      int uplo, int trans, bint unit, int offtrans, const idx_t[::1] lperm,
+                      const idx_t[::1] fcol, const idx_t[::1] bloknum,
+                      const idx_t[::1] coefind, const idx_t[::1] stride,
+                      const idx_t[::1] frow, const idx_t[::1] lrow, const idx_t[::1] fcblk,
+                      const idx_t[::1] bcoef) except *:
+    cdef Sweep S
+    if fcol.shape[0] < 2 or bloknum.shape[0] != fcol.shape[0] \
+            or coefind.shape[0] < fcol.shape[0] - 1 or stride.shape[0] < fcol.shape[0] - 1:
+        raise ValueError("solve: the block structure arrays do not match")
+    S.fcol = &fcol[0]
+    S.bloknum = &bloknum[0]
+    S.coefind = &coefind[0]
+    S.stride = &stride[0]
+    S.frow = &frow[0]
+    S.lrow = &lrow[0]
+    S.fcblk = &fcblk[0]
+    S.bcoef = &bcoef[0]
+    S.lperm = &lperm[0] if lperm.shape[0] else NULL
+    S.diag = &diagpanels[0]
+    S.off = &offpanels[0]
+    S.nrhs = nrhs
+    S.uplo, S.trans, S.unit, S.offtrans = uplo, trans, c'U' if unit else c'N', offtrans
+    S.topoff = NULL
+    return S
+
+
+cdef idx_t sweep_buffer_rows(const Sweep* S, const idx_t* cblks, idx_t count) noexcept nogil:
+    """Rows x right-hand sides of the work buffer a sweep over these cblks needs."""
+    cdef idx_t i, k, rows = 1
+    for i in range(count):
+        k = cblks[i]
+        rows = max(rows, max(S.stride[k], S.fcol[k + 1] - S.fcol[k]) * S.nrhs)
+    return rows
+
+
+cdef void forward_cblk(const Sweep* S, scalar* X, idx_t k, scalar* tmp, scalar* Y) noexcept nogil:
+    """Forward step of cblk k: permute by lperm, solve with the diagonal block, then
+    subtract the off-diagonal panel times the solution from the rows it faces."""
     cdef scalar one = 1, zero = 0
-    cdef idx_t ncblk = fcol.shape[0] - 1, k, b, fc, i, r, rowsmax = 1
-    cdef int w, m, h
-    cdef char cuplo = uplo, ctrans = trans, cunit = c'U' if unit else c'N'
-    cdef bint permute = lperm.shape[0] > 0
-    cdef scalar* tmp
-    cdef scalar* xb
+    cdef idx_t fc = S.fcol[k], b, i, r, f
+    cdef int w = S.fcol[k + 1] - fc, m = S.stride[k], h, nrhs = S.nrhs
+    cdef const scalar* diag = <const scalar*>S.diag + S.coefind[k]
+    cdef const scalar* off = <const scalar*>S.off + S.coefind[k] + w
+    cdef scalar* xb = X + fc * nrhs
     cdef scalar* src
     cdef scalar* dst
-    if ctrans == c'C':
+    if S.lperm != NULL:
+        permute_rows(X, nrhs, fc, w, S.lperm, False, tmp)
+    solve_diag_block(S.uplo, S.trans, S.unit, w, nrhs, <scalar*>diag, m, xb)
+    if m == w:
+        return
+    # tmp = L21 X_k, (m - w) x nrhs. With several right-hand sides it is made
+    # column-major, L21 being gemm's untransposed A (packed fastest; as the
+    # transposed B of the row-major product, its packing took a fifth of the
+    # solve), and the scatter transposes it.
+    if nrhs == 1:
+        gemv(c'N', m - w, w, one, <scalar*>off, m, xb, zero, tmp)
+    else:
+        gemm(c'N', c'T', m - w, nrhs, w, one, <scalar*>off, m, xb, nrhs, zero, tmp, m - w)
+    for b in range(S.bloknum[k] + 1, S.bloknum[k + 1]):
+        h = S.lrow[b] - S.frow[b] + 1
+        f = S.fcblk[b]
+        if Y != NULL and S.topoff[f] >= 0:
+            dst = Y + (S.topoff[f] + S.frow[b] - S.fcol[f]) * nrhs
+        else:
+            dst = X + S.frow[b] * nrhs
+        if nrhs > 1:
+            src = tmp + (S.bcoef[b] - w)
+            for i in range(h):
+                for r in range(nrhs):
+                    dst[i * nrhs + r] -= src[i + r * (m - w)]
+        else:
+            src = tmp + (S.bcoef[b] - w)
+            for i in range(h):
+                dst[i] -= src[i]
+
+
+cdef inline void prefetch_panels(const scalar* off, const scalar* diag, idx_t start,
+                                 idx_t* low_off, idx_t* low_diag) noexcept nogil:
+    """Prefetch the panels the backward sweep reads next, PREFETCH_AHEAD bytes below
+    the panel at ``start`` (``low_*``: how far down each array is already asked for).
+    The sweep walks the panels from the last to the first, but reads each from its
+    start: across small panels, not a stream the hardware prefetcher follows."""
+    cdef idx_t ahead = start - PREFETCH_AHEAD // <idx_t>sizeof(scalar)
+    low_off[0] = prefetch_below(off, min(low_off[0], start), ahead)
+    if diag != off:  # LU: the diagonal blocks are in the other factor
+        low_diag[0] = prefetch_below(diag, min(low_diag[0], start), ahead)
+
+
+cdef void backward_cblk(const Sweep* S, scalar* X, idx_t k, scalar* tmp) noexcept nogil:
+    """Backward step of cblk k: gather the rows it faces, subtract the off-diagonal
+    panel, transposed, times them, solve with the diagonal block, undo lperm."""
+    cdef scalar one = 1, mone = -1
+    cdef idx_t fc = S.fcol[k], b, i
+    cdef int w = S.fcol[k + 1] - fc, m = S.stride[k], h, nrhs = S.nrhs
+    cdef const scalar* diag = <const scalar*>S.diag + S.coefind[k]
+    cdef const scalar* off = <const scalar*>S.off + S.coefind[k] + w
+    cdef scalar* xb = X + fc * nrhs
+    cdef scalar* src
+    cdef scalar* dst
+    if m > w:
+        for b in range(S.bloknum[k] + 1, S.bloknum[k + 1]):
+            h = (S.lrow[b] - S.frow[b] + 1) * nrhs
+            src = X + S.frow[b] * nrhs
+            dst = tmp + (S.bcoef[b] - w) * nrhs
+            for i in range(h):
+                dst[i] = src[i]
+        # X_k -= op(L21) tmp, i.e. Y_k -= tmpᵀ L21 for 'T'.
+        if nrhs == 1:
+            gemv(S.offtrans, m - w, w, mone, <scalar*>off, m, tmp, one, xb)
+        else:
+            gemm(c'N', c'N', nrhs, w, m - w, mone, tmp, nrhs, <scalar*>off, m, one, xb, nrhs)
+    solve_diag_block(S.uplo, S.trans, S.unit, w, nrhs, <scalar*>diag, m, xb)
+    if S.lperm != NULL:
+        permute_rows(X, nrhs, fc, w, S.lperm, True, tmp)
+
+
+cdef void check_plan(const idx_t[::1] cblks, const idx_t[::1] ptr, idx_t ncblk) except *:
+    cdef idx_t i
+    if ptr.shape[0] < 2 or ptr[0] != 0 or ptr[ptr.shape[0] - 1] != cblks.shape[0]:
+        raise ValueError("solve: ptr does not split cblks")
+    for i in range(ptr.shape[0] - 1):
+        if ptr[i + 1] < ptr[i]:
+            raise ValueError("solve: ptr does not split cblks")
+    for i in range(cblks.shape[0]):
+        if cblks[i] < 0 or cblks[i] >= ncblk:
+            raise ValueError(f"solve: cblk {cblks[i]} out of range")
+
+
+def solve_forward(scalar[::1] X, idx_t n, int nrhs, const scalar[::1] diagpanels,
+                  const scalar[::1] offpanels, int uplo, int trans, bint unit,
+                  const idx_t[::1] lperm, const idx_t[::1] cblks, const idx_t[::1] ptr,
+                  const idx_t[::1] topoff, idx_t ntop,
+                  const idx_t[::1] fcol, const idx_t[::1] bloknum, const idx_t[::1] coefind,
+                  const idx_t[::1] stride, const idx_t[::1] frow, const idx_t[::1] lrow,
+                  const idx_t[::1] fcblk, const idx_t[::1] bcoef):
+    """Forward substitution on X (n x nrhs, row-major, pivot order), cblk by cblk.
+
+    Thread t takes ``cblks[ptr[t]:ptr[t + 1]]`` in that order (children before
+    parents); there are ``len(ptr) - 1`` threads, and BLAS should then be limited
+    to one thread by the caller. The threads' cblks must be disjoint subtrees:
+    their updates to other cblks' rows go, for threads after the first, to
+    private buffers of ``ntop`` rows (cblk f's rows at row ``topoff[f]``) added
+    into X at the end. Per cblk: permute by ``lperm`` (local pivots; empty to
+    skip), solve with the diagonal block (``uplo``, ``trans`` in 'N'/'T',
+    ``unit`` as for trsm), subtract the off-diagonal panel times the solution
+    from the rows it faces.
+    """
+    cdef Sweep S = make_sweep(diagpanels, offpanels, nrhs, uplo, trans, unit, c'T', lperm,
+                              fcol, bloknum, coefind, stride, frow, lrow, fcblk, bcoef)
+    cdef idx_t ncblk = fcol.shape[0] - 1, rows, i, t, nt = ptr.shape[0] - 1
+    cdef int tid
+    cdef scalar* buffers
+    cdef scalar* tmp
+    cdef scalar* Y
+    if S.trans == c'C':
         raise ValueError("solve_forward: trans must be 'N' or 'T'")
-    for k in range(ncblk):
-        rowsmax = max(rowsmax, max(stride[k], fcol[k + 1] - fcol[k]) * nrhs)
-    tmp = <scalar*>malloc(rowsmax * sizeof(scalar))
-    if tmp == NULL:
-        raise MemoryError("cannot allocate the solve work buffer")
-    with nogil:
-        for k in range(ncblk):
-            fc = fcol[k]
-            w = fcol[k + 1] - fc
-            m = stride[k]
-            xb = &X[fc * nrhs]
-            if permute:
-                permute_rows(&X[0], nrhs, fc, w, &lperm[0], False, tmp)
-            solve_diag_block(cuplo, ctrans, cunit, w, nrhs, <scalar*>&diagpanels[coefind[k]], m,
-                             xb)
-            if m == w:
-                continue
-            # tmp = L21 X_k, (m - w) x nrhs. With several right-hand sides it is made
-            # column-major, L21 being gemm's untransposed A (packed fastest; as the
-            # transposed B of the row-major product, its packing took a fifth of the
-            # solve), and the scatter transposes it.
-            if nrhs == 1:
-                gemv(c'N', m - w, w, one, <scalar*>&offpanels[coefind[k] + w], m, xb, zero, tmp)
-            else:
-                gemm(c'N', c'T', m - w, nrhs, w, one, <scalar*>&offpanels[coefind[k] + w], m,
-                     xb, nrhs, zero, tmp, m - w)
-            for b in range(bloknum[k] + 1, bloknum[k + 1]):
-                h = lrow[b] - frow[b] + 1
-                dst = &X[frow[b] * nrhs]
-                if nrhs > 1:
-                    src = tmp + (bcoef[b] - w)
-                    for i in range(h):
-                        for r in range(nrhs):
-                            dst[i * nrhs + r] -= src[i + r * (m - w)]
-                else:
-                    src = tmp + (bcoef[b] - w) * nrhs
-                    for i in range(h * nrhs):
-                        dst[i] -= src[i]
-    free(tmp)
+    check_plan(cblks, ptr, ncblk)
+    if X.shape[0] < n * nrhs:
+        raise ValueError("solve_forward: X is smaller than n x nrhs")
+    if nt > 1:
+        if topoff.shape[0] != ncblk:
+            raise ValueError("solve_forward: topoff needs one entry per cblk")
+        for i in range(ncblk):
+            if topoff[i] >= 0 and topoff[i] + fcol[i + 1] - fcol[i] > ntop:
+                raise ValueError("solve_forward: topoff does not fit ntop rows")
+        S.topoff = &topoff[0]
+    rows = sweep_buffer_rows(&S, &cblks[0], cblks.shape[0]) if cblks.shape[0] else 1
+    # Per thread: the work buffer, then (after the first) the private top rows.
+    buffers = <scalar*>calloc(nt * rows + (nt - 1) * ntop * nrhs + 1, sizeof(scalar))
+    if buffers == NULL:
+        raise MemoryError("cannot allocate the solve work buffers")
+    if nt == 1:
+        with nogil:
+            for i in range(cblks.shape[0]):
+                forward_cblk(&S, &X[0], cblks[i], buffers, NULL)
+    else:
+        with nogil, parallel(num_threads=nt):
+            tid = threadid()
+            tmp = buffers + tid * rows
+            Y = NULL if tid == 0 else buffers + nt * rows + (tid - 1) * ntop * nrhs
+            for i in range(ptr[tid], ptr[tid + 1]):
+                forward_cblk(&S, &X[0], cblks[i], tmp, Y)
+        with nogil:
+            for t in range(1, nt):
+                Y = buffers + nt * rows + (t - 1) * ntop * nrhs
+                for i in range(ncblk):
+                    if topoff[i] >= 0:
+                        add_rows(&X[fcol[i] * nrhs], Y + topoff[i] * nrhs,
+                                 (fcol[i + 1] - fcol[i]) * nrhs)
+    free(buffers)
+
+
+cdef inline void add_rows(scalar* dst, const scalar* src, idx_t size) noexcept nogil:
+    cdef idx_t i
+    for i in range(size):
+        dst[i] += src[i]
 
 
 def solve_backward(scalar[::1] X, idx_t n, int nrhs, const scalar[::1] diagpanels,
                    const scalar[::1] offpanels, int offtrans, int uplo, int trans, bint unit,
-                   const idx_t[::1] lperm,
+                   const idx_t[::1] lperm, const idx_t[::1] cblks, const idx_t[::1] ptr,
                    const idx_t[::1] fcol, const idx_t[::1] bloknum, const idx_t[::1] coefind,
                    const idx_t[::1] stride, const idx_t[::1] frow, const idx_t[::1] lrow,
-                   const idx_t[::1] bcoef):
-    """Backward substitution by cblk in reverse order on X (n x nrhs, row-major): gather
-    the rows a cblk faces, subtract ``offpanels``ᵀ (``offtrans``: 'T' or 'C') times them,
-    solve with the diagonal block, then undo ``lperm``.
+                   const idx_t[::1] fcblk, const idx_t[::1] bcoef):
+    """Backward substitution on X (n x nrhs, row-major, pivot order), cblk by cblk.
+
+    Thread t takes ``cblks[ptr[t]:ptr[t + 1]]`` from the last to the first (parents
+    before children); the threads' cblks must be disjoint subtrees, whose rows
+    they alone write (the rows above, of their ancestors, are final). Per cblk:
+    gather the rows it faces, subtract ``offpanels``ᵀ (``offtrans``: 'T' or 'C')
+    times them, solve with the diagonal block, then undo ``lperm``.
 
     Conjugate ops ('C'), with several right-hand sides, are solved as
     conj(op(A)⁻¹ X) = opᵀ(A)⁻¹ conj(X): then ``offtrans`` and ``trans`` must both be 'C'.
     """
-    cdef scalar one = 1, mone = -1
-    cdef idx_t ncblk = fcol.shape[0] - 1, k, b, fc, i, rowsmax = 1, ahead
-    cdef idx_t low = offpanels.shape[0], low_diag = diagpanels.shape[0]
-    cdef bint two_arrays = &diagpanels[0] != &offpanels[0]
-    cdef int w, m, h
-    cdef char cuplo = uplo, ctrans = trans, cunit = c'U' if unit else c'N', cofft = offtrans
-    cdef bint permute = lperm.shape[0] > 0, conj = False
-    cdef scalar* tmp
-    cdef scalar* xb
-    cdef scalar* src
-    cdef scalar* dst
-    if cofft == c'N':
+    cdef Sweep S = make_sweep(diagpanels, offpanels, nrhs, uplo, trans, unit, offtrans, lperm,
+                              fcol, bloknum, coefind, stride, frow, lrow, fcblk, bcoef)
+    cdef idx_t ncblk = fcol.shape[0] - 1, rows, i, nt = ptr.shape[0] - 1
+    cdef idx_t low = INT64_MAX, low_diag = INT64_MAX
+    cdef int tid
+    cdef bint conj = False
+    cdef scalar* buffers
+    if S.offtrans == c'N':
         raise ValueError("solve_backward: offtrans must be 'T' or 'C'")
-    if nrhs > 1 and (cofft == c'C' or ctrans == c'C'):
-        if cofft != ctrans:
+    if nrhs > 1 and (S.offtrans == c'C' or S.trans == c'C'):
+        if S.offtrans != S.trans:
             raise ValueError("solve_backward: conjugate ops must be conjugate on both parts")
         conj = True
-        cofft = ctrans = c'T'
-    for k in range(ncblk):
-        rowsmax = max(rowsmax, max(stride[k], fcol[k + 1] - fcol[k]) * nrhs)
-    tmp = <scalar*>malloc(rowsmax * sizeof(scalar))
-    if tmp == NULL:
-        raise MemoryError("cannot allocate the solve work buffer")
+        S.offtrans = S.trans = c'T'
+    check_plan(cblks, ptr, ncblk)
+    if X.shape[0] < n * nrhs:
+        raise ValueError("solve_backward: X is smaller than n x nrhs")
+    rows = sweep_buffer_rows(&S, &cblks[0], cblks.shape[0]) if cblks.shape[0] else 1
+    buffers = <scalar*>malloc(nt * rows * sizeof(scalar))
+    if buffers == NULL:
+        raise MemoryError("cannot allocate the solve work buffers")
     with nogil:
         if conj:
             conjugate(&X[0], n * nrhs)
-        for k in range(ncblk - 1, -1, -1):
-            fc = fcol[k]
-            w = fcol[k + 1] - fc
-            m = stride[k]
-            xb = &X[fc * nrhs]
-            ahead = coefind[k] - PREFETCH_AHEAD // <idx_t>sizeof(scalar)
-            low = prefetch_below(&offpanels[0], min(low, coefind[k]), ahead)
-            if two_arrays:  # LU: the diagonal blocks are in the other factor
-                low_diag = prefetch_below(&diagpanels[0], min(low_diag, coefind[k]), ahead)
-            if m > w:
-                for b in range(bloknum[k] + 1, bloknum[k + 1]):
-                    h = (lrow[b] - frow[b] + 1) * nrhs
-                    src = &X[frow[b] * nrhs]
-                    dst = tmp + (bcoef[b] - w) * nrhs
-                    for i in range(h):
-                        dst[i] = src[i]
-                # X_k -= op(L21) tmp, i.e. Y_k -= tmpᵀ L21 for 'T'.
-                if nrhs == 1:
-                    gemv(cofft, m - w, w, mone, <scalar*>&offpanels[coefind[k] + w], m, tmp,
-                         one, xb)
-                else:
-                    gemm(c'N', c'N', nrhs, w, m - w, mone, tmp, nrhs,
-                         <scalar*>&offpanels[coefind[k] + w], m, one, xb, nrhs)
-            solve_diag_block(cuplo, ctrans, cunit, w, nrhs, <scalar*>&diagpanels[coefind[k]], m,
-                             xb)
-            if permute:
-                permute_rows(&X[0], nrhs, fc, w, &lperm[0], True, tmp)
+    if nt == 1:
+        with nogil:
+            for i in range(cblks.shape[0] - 1, -1, -1):
+                prefetch_panels(&offpanels[0], &diagpanels[0], coefind[cblks[i]], &low, &low_diag)
+                backward_cblk(&S, &X[0], cblks[i], buffers)
+    else:
+        with nogil, parallel(num_threads=nt):
+            tid = threadid()
+            low = low_diag = INT64_MAX
+            for i in range(ptr[tid + 1] - 1, ptr[tid] - 1, -1):
+                prefetch_panels(&offpanels[0], &diagpanels[0], coefind[cblks[i]], &low,
+                                &low_diag)
+                backward_cblk(&S, &X[0], cblks[i], buffers + tid * rows)
+    with nogil:
         if conj:
             conjugate(&X[0], n * nrhs)
-    free(tmp)
+    free(buffers)
 
 
 def solve_diagonal(scalar[::1] X, idx_t n, int nrhs, const scalar[::1] L, const scalar[::1] dsub,

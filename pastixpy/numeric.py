@@ -111,11 +111,22 @@ class PanelLayout:
             self.bcoef,
         )
 
-    @property
-    def solve_args(self):
-        """The structure arrays in the order the solve kernels take them (no ``fcblk``)."""
-        *head, _fcblk, bcoef = self.block_args
-        return (*head, bcoef)
+    @cached_property
+    def parent(self):
+        """Parent of each cblk in the block tree, -1 at roots: the cblk that its first
+        off-diagonal blok faces (cblks are in postorder: a parent after its children)."""
+        first_off = self.bloknum[:-1] + 1
+        has = first_off < self.bloknum[1:]
+        parent = np.full(first_off.shape[0], -1, dtype=np.int64)
+        parent[has] = self.fcblk[first_off[has]]
+        return parent
+
+    def solve_plan(self, threads):
+        """How the triangular solves split over ``threads`` threads (see :class:`SolvePlan`)."""
+        plans = self.__dict__.setdefault("_plans", {})
+        if threads not in plans:
+            plans[threads] = SolvePlan.build(self, threads)
+        return plans[threads]
 
     @cached_property
     def col2cblk(self):
@@ -144,6 +155,112 @@ class PanelLayout:
             self.coefind,
             self.stride,
         )
+
+
+#: A solve runs its subtrees on several threads when the heaviest thread's share
+#: is at most this much above an even split; the subtrees are split further until
+#: it is, moving their roots into the part above, which runs on one.
+SOLVE_BALANCE = 1.1
+
+
+@dataclass(frozen=True)
+class SolvePlan:
+    """Disjoint subtrees of the block tree for each thread of a triangular solve, and
+    the cblks above them.
+
+    Attributes
+    ----------
+    cblks, ptr : ndarray of int64
+        Thread t's cblks are ``cblks[ptr[t]:ptr[t + 1]]``, ascending: whole subtrees.
+    top : ndarray of int64
+        The other cblks, ascending: the tree above the subtrees, solved after them
+        (forward) or before them (backward), on one thread.
+    topoff : ndarray of int64
+        Row of each top cblk in the buffers where the threads collect their updates
+        to the top's rows (forward), -1 for the others; ``ntop`` rows in all.
+    """
+
+    cblks: np.ndarray
+    ptr: np.ndarray
+    top: np.ndarray
+    topoff: np.ndarray
+    ntop: int
+
+    @property
+    def threads(self):
+        return self.ptr.shape[0] - 1
+
+    @classmethod
+    def build(cls, layout, threads):
+        """Proportional split (Geist and Ng): from the roots, give the subtrees to the
+        least loaded thread, heaviest first; while that leaves a thread more than
+        :data:`SOLVE_BALANCE` times its share, replace the heaviest subtree by its
+        children. Work is panel entries, as a solve streams its panels."""
+        ncblk = layout.fcol.shape[0] - 1
+        parent = layout.parent
+        serial = cls(
+            np.arange(ncblk, dtype=np.int64),
+            np.array([0, ncblk], dtype=np.int64),
+            np.empty(0, np.int64),
+            np.full(ncblk, -1, dtype=np.int64),
+            0,
+        )
+        if threads <= 1 or ncblk < 2:
+            return serial
+        work = (np.diff(layout.coefind)).astype(np.float64)
+        first = _subtree_first(parent)
+        cum = np.concatenate(([0.0], np.cumsum(work)))
+        subtree = cum[np.arange(1, ncblk + 1)] - cum[first]
+        order = np.argsort(parent, kind="stable")
+        child_ptr = np.searchsorted(parent[order], np.arange(-1, ncblk + 1))
+        layer = list(order[child_ptr[0] : child_ptr[1]])  # the roots
+        while True:
+            bins, loads = _greedy_bins(layer, subtree, threads)
+            if loads.max() <= SOLVE_BALANCE * loads.sum() / threads:
+                break
+            heaviest = max(layer, key=lambda k: subtree[k])
+            children = order[child_ptr[heaviest + 1] : child_ptr[heaviest + 2]]
+            if children.size == 0:
+                break
+            layer.remove(heaviest)  # into the top: all cblks in no subtree of the layer
+            layer.extend(children.tolist())
+        if (loads > 0).sum() < 2:
+            return serial
+        owner = np.full(ncblk, -1, dtype=np.int64)
+        for k, t in zip(layer, bins, strict=True):
+            owner[first[k] : k + 1] = t
+        cblks = np.argsort(owner, kind="stable")[np.count_nonzero(owner < 0) :]
+        ptr = np.searchsorted(owner[cblks], np.arange(threads + 1)).astype(np.int64)
+        top = np.flatnonzero(owner < 0)
+        widths = np.diff(layout.fcol)[top]
+        topoff = np.full(ncblk, -1, dtype=np.int64)
+        topoff[top] = np.cumsum(widths) - widths
+        return cls(cblks.astype(np.int64), ptr, top, topoff, int(widths.sum()))
+
+
+def _subtree_first(parent):
+    """First cblk of each cblk's subtree (a postordered tree: the subtree of k is
+    ``first[k]..k``), by pointer jumping from each node to its first child."""
+    n = parent.shape[0]
+    first = np.arange(n, dtype=np.int64)
+    has = parent >= 0
+    np.minimum.at(first, parent[has], np.flatnonzero(has))
+    while True:
+        nxt = first[first]
+        if np.array_equal(nxt, first):
+            return first
+        first = nxt
+
+
+def _greedy_bins(items, weight, nbins):
+    """Each item to the least loaded bin, heaviest first: (bin of each item, loads)."""
+    loads = np.zeros(nbins)
+    bins = [0] * len(items)
+    for i in sorted(range(len(items)), key=lambda i: -weight[items[i]]):
+        t = int(np.argmin(loads))
+        bins[i] = t
+        loads[t] += weight[items[i]]
+    return bins, loads
 
 
 @dataclass(frozen=True)
@@ -264,42 +381,71 @@ class Factors:
 
         Row-major keeps the right-hand sides of an unknown together, so the rows
         of a block are one contiguous run for the kernels. ``trans`` is ``"N"`` or
-        ``"T"`` (LU); symmetric kinds ignore it.
+        ``"T"`` (LU); symmetric kinds ignore it. Runs on the factorization's threads:
+        disjoint subtrees in parallel, then the tree above them (forward), and the
+        other way round backward.
         """
         if not X.flags.c_contiguous:
             raise ValueError("solve_inplace needs a row-major (C-contiguous) X")
         n, nrhs = X.shape
         flat = X.reshape(-1)
-        lay = self.layout.solve_args
-        tr = ord("C") if self.conj else ord("T")
-        L, U = self.L, self.U
-        no_perm = np.empty(0, dtype=np.int64)
-        N_, T_, L_, U_ = ord("N"), ord("T"), ord("L"), ord("U")
-        if self.kind == "llt":
-            _numeric.solve_forward(flat, n, nrhs, L, L, L_, N_, False, no_perm, *lay)
-            _numeric.solve_backward(flat, n, nrhs, L, L, tr, L_, tr, False, no_perm, *lay)
-        elif self.kind in ("ldlt", "ldlh"):
-            _numeric.solve_forward(flat, n, nrhs, L, L, L_, N_, True, self.lperm, *lay)
-            _numeric.solve_diagonal(
+        lay = self.layout
+        plan = lay.solve_plan(1 if _openmp["forked"] else self.threads)
+        forward, backward = self._sweeps(trans)
+        whole = np.array([0, plan.top.shape[0]], dtype=np.int64)
+        no_top = np.empty(0, dtype=np.int64)
+        if plan.threads > 1:
+            _openmp["used"] = True
+        # With threads over subtrees the BLAS runs on one, the top part too: a BLAS
+        # thread left spinning after it would take a core from the next sweep.
+        with blas_threads(1 if plan.threads > 1 else None):
+            _numeric.solve_forward(
                 flat,
                 n,
                 nrhs,
-                L,
-                self.dsub,
-                self.conj,
-                self.pivtype,
-                self.layout.fcol,
-                self.layout.coefind[:-1],
-                self.layout.stride,
+                *forward,
+                plan.cblks,
+                plan.ptr,
+                plan.topoff,
+                plan.ntop,
+                *lay.block_args,
             )
-            _numeric.solve_backward(flat, n, nrhs, L, L, tr, L_, tr, True, self.lperm, *lay)
-        elif trans == "N":
-            _numeric.solve_forward(flat, n, nrhs, L, L, L_, N_, True, self.lperm, *lay)
-            _numeric.solve_backward(flat, n, nrhs, L, U, T_, U_, N_, False, no_perm, *lay)
-        else:
-            _numeric.solve_forward(flat, n, nrhs, L, U, U_, T_, False, no_perm, *lay)
-            _numeric.solve_backward(flat, n, nrhs, L, L, T_, L_, T_, True, self.lperm, *lay)
+            if plan.top.size:
+                _numeric.solve_forward(
+                    flat, n, nrhs, *forward, plan.top, whole, no_top, 0, *lay.block_args
+                )
+            if self.kind in ("ldlt", "ldlh"):
+                _numeric.solve_diagonal(
+                    flat,
+                    n,
+                    nrhs,
+                    self.L,
+                    self.dsub,
+                    self.conj,
+                    self.pivtype,
+                    lay.fcol,
+                    lay.coefind[:-1],
+                    lay.stride,
+                )
+            if plan.top.size:
+                _numeric.solve_backward(flat, n, nrhs, *backward, plan.top, whole, *lay.block_args)
+            _numeric.solve_backward(flat, n, nrhs, *backward, plan.cblks, plan.ptr, *lay.block_args)
         return X
+
+    def _sweeps(self, trans):
+        """The forward and backward sweeps' panels and ops: (diagonal blocks' panels,
+        off-diagonal panels, [their op,] uplo, trans, unit diagonal, local pivots)."""
+        L, U = self.L, self.U
+        N_, T_, L_, U_ = ord("N"), ord("T"), ord("L"), ord("U")
+        tr = ord("C") if self.conj else ord("T")
+        none = np.empty(0, dtype=np.int64)
+        if self.kind == "llt":
+            return (L, L, L_, N_, False, none), (L, L, tr, L_, tr, False, none)
+        if self.kind in ("ldlt", "ldlh"):
+            return (L, L, L_, N_, True, self.lperm), (L, L, tr, L_, tr, True, self.lperm)
+        if trans == "N":  # LU: L unit lower, then U (its panels hold Uᵀ)
+            return (L, L, L_, N_, True, self.lperm), (L, U, T_, U_, N_, False, none)
+        return (L, U, U_, T_, False, none), (L, L, T_, L_, T_, True, self.lperm)
 
     def diagonal(self):
         """Diagonal of the diagonal blocks in pivot order: L's (LLᵀ), D's (LDLᵀ), U's (LU)."""

@@ -1,6 +1,7 @@
-"""Threaded numeric factorization: the same results as one thread, to rounding, for every kind."""
+"""Threaded factorization and solves: the results of one thread, to rounding, for every kind."""
 
 import _thread
+import dataclasses
 import multiprocessing
 import os
 
@@ -10,7 +11,8 @@ import scipy.sparse as sp
 
 import pastixpy
 from pastixpy.errors import InvalidInputError, NotPositiveDefiniteError
-from pastixpy.gallery import convection_diffusion3d, laplacian, saddle_point
+from pastixpy.gallery import convection_diffusion3d, elasticity3d, laplacian, saddle_point
+from pastixpy.numeric import PanelLayout, SolvePlan
 
 REAL = (np.float32, np.float64)
 COMPLEX = (np.complex64, np.complex128)
@@ -82,6 +84,87 @@ def test_two_threads_match_one(make, kind, dtype):
     # And both solve the system (the comparison is not between two wrong answers).
     b = A @ np.linspace(1.0, 2.0, A.shape[0]).astype(dtype)
     assert np.abs(A @ x2 - b).max() <= 1e3 * np.finfo(dtype).eps * np.abs(b).max()
+
+
+@pytest.mark.parametrize(("make", "kind", "dtype"), PARAMS)
+@pytest.mark.parametrize("threads", [2, 3])
+def test_threaded_solves_match_one_thread(make, kind, dtype, threads):
+    """The same factors solved over subtrees on several threads and on one, for
+    one and several right-hand sides and every op."""
+    A = sp.csc_array(make()).astype(dtype)
+    F = pastixpy.factorize(A, kind=kind, threads=threads, refine="none")
+    assert F._factors.layout.solve_plan(threads).threads > 1
+    rng = np.random.default_rng(9)
+    B = rng.standard_normal((A.shape[0], 3)).astype(dtype)
+    for trans in ("N", "T", "H"):
+        for b in (B[:, 0], B):
+            x = F.solve(b, trans=trans)
+            one = dataclasses.replace(F._factors, threads=1)
+            parallel, F._factors = F._factors, one
+            ref = F.solve(b, trans=trans)
+            F._factors = parallel
+            _assert_close(x, ref, dtype, factor=100)
+
+
+def _check_plan(layout, plan, threads):
+    ncblk = layout.fcol.shape[0] - 1
+    parent = layout.parent
+    assert plan.ptr[0] == 0 and plan.ptr[-1] == plan.cblks.shape[0]
+    assert np.array_equal(np.sort(np.concatenate([plan.cblks, plan.top])), np.arange(ncblk))
+    owner = np.full(ncblk, -1)
+    for t in range(plan.threads):
+        mine = plan.cblks[plan.ptr[t] : plan.ptr[t + 1]]
+        assert np.all(np.diff(mine) > 0)  # ascending: children first
+        owner[mine] = t
+    # Subtrees: a thread's cblk has its parent on the same thread or above them all;
+    # the top is closed upwards.
+    has = parent >= 0
+    up = owner[parent[has]]
+    assert np.all((up == owner[has]) | (up == -1))
+    assert np.all(owner[parent[(owner == -1) & has]] == -1)
+    widths = np.diff(layout.fcol)
+    assert plan.ntop == widths[plan.top].sum()
+    assert np.array_equal(
+        np.sort(plan.topoff[plan.top]), np.cumsum(widths[plan.top]) - widths[plan.top]
+    )
+    assert np.all(plan.topoff[owner >= 0] == -1)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: laplacian((30, 30)),
+        lambda: laplacian((12, 12, 12)),
+        lambda: elasticity3d((5, 5, 5)),
+        lambda: sp.block_diag([laplacian((9, 9)), laplacian((5, 6)), laplacian((4, 4, 4))]),
+    ],
+    ids=["2d", "3d", "elasticity", "forest"],
+)
+@pytest.mark.parametrize("threads", [1, 2, 3, 4])
+def test_solve_plan_gives_each_thread_whole_subtrees(make, threads):
+    an = pastixpy.analyze(sp.csc_array(make()), ordering="metis")
+    layout = PanelLayout.from_symbol(an.symbol)
+    plan = SolvePlan.build(layout, threads)
+    _check_plan(layout, plan, threads)
+    if threads == 1:
+        assert plan.threads == 1 and plan.top.size == 0
+    else:
+        assert plan.threads == threads
+        work = np.diff(layout.coefind)
+        loads = [work[plan.cblks[plan.ptr[t] : plan.ptr[t + 1]]].sum() for t in range(threads)]
+        assert max(loads) <= 1.1 * sum(loads) / threads
+    assert layout.solve_plan(threads) is layout.solve_plan(threads)  # cached
+
+
+def test_solve_plan_of_a_chain_is_serial():
+    # A tridiagonal matrix in natural order is one chain of cblks: nothing to split.
+    n = 200
+    A = sp.diags_array([-np.ones(n - 1), 4 * np.ones(n), -np.ones(n - 1)], offsets=[-1, 0, 1])
+    an = pastixpy.analyze(sp.csc_array(A), ordering="natural", amalgamation=False)
+    layout = PanelLayout.from_symbol(an.symbol)
+    plan = SolvePlan.build(layout, 2)
+    assert plan.threads == 1
+    _check_plan(layout, plan, 1)
 
 
 def _graph_laplacians():
