@@ -15,8 +15,8 @@ from cython.parallel cimport parallel, threadid
 from libc.math cimport fabs, sqrt
 from libc.stdint cimport INT64_MAX, int32_t, int64_t
 from libc.stdlib cimport calloc, free, malloc
-from openmp cimport (omp_destroy_lock, omp_get_wtime, omp_init_lock, omp_lock_t, omp_set_lock,
-                     omp_test_lock, omp_unset_lock)
+from openmp cimport (omp_destroy_lock, omp_get_num_threads, omp_get_wtime, omp_init_lock,
+                     omp_lock_t, omp_set_lock, omp_test_lock, omp_unset_lock)
 from scipy.linalg.cython_blas cimport (cgemm, cgemv, cherk, ctrsm, ctrsv, dgemm, dgemv,
                                        dsyrk, dtrsm, dtrsv, sgemm, sgemv, ssyrk, strsm,
                                        strsv, zgemm, zgemv, zherk, ztrsm, ztrsv)
@@ -1474,8 +1474,7 @@ def solve_forward(scalar[::1] X, idx_t n, int nrhs, const scalar[::1] diagpanels
     """
     cdef Sweep S = make_sweep(diagpanels, offpanels, nrhs, uplo, trans, unit, c'T', lperm,
                               fcol, bloknum, coefind, stride, frow, lrow, fcblk, bcoef)
-    cdef idx_t ncblk = fcol.shape[0] - 1, rows, i, t, nt = ptr.shape[0] - 1
-    cdef int tid
+    cdef idx_t ncblk = fcol.shape[0] - 1, rows, i, t, team, nt = ptr.shape[0] - 1
     cdef scalar* buffers
     cdef scalar* tmp
     cdef scalar* Y
@@ -1502,11 +1501,16 @@ def solve_forward(scalar[::1] X, idx_t n, int nrhs, const scalar[::1] diagpanels
                 forward_cblk(&S, &X[0], cblks[i], buffers, NULL)
     else:
         with nogil, parallel(num_threads=nt):
-            tid = threadid()
-            tmp = buffers + tid * rows
-            Y = NULL if tid == 0 else buffers + nt * rows + (tid - 1) * ntop * nrhs
-            for i in range(ptr[tid], ptr[tid + 1]):
-                forward_cblk(&S, &X[0], cblks[i], tmp, Y)
+            # Slot t of the plan on thread t mod the team's size: OpenMP may give
+            # fewer threads than asked for.
+            t = threadid()
+            team = omp_get_num_threads()
+            while t < nt:
+                tmp = buffers + t * rows
+                Y = NULL if t == 0 else buffers + nt * rows + (t - 1) * ntop * nrhs
+                for i in range(ptr[t], ptr[t + 1]):
+                    forward_cblk(&S, &X[0], cblks[i], tmp, Y)
+                t = t + team
         with nogil:
             for t in range(1, nt):
                 Y = buffers + nt * rows + (t - 1) * ntop * nrhs
@@ -1542,9 +1546,8 @@ def solve_backward(scalar[::1] X, idx_t n, int nrhs, const scalar[::1] diagpanel
     """
     cdef Sweep S = make_sweep(diagpanels, offpanels, nrhs, uplo, trans, unit, offtrans, lperm,
                               fcol, bloknum, coefind, stride, frow, lrow, fcblk, bcoef)
-    cdef idx_t ncblk = fcol.shape[0] - 1, rows, i, nt = ptr.shape[0] - 1
+    cdef idx_t ncblk = fcol.shape[0] - 1, rows, i, t, team, nt = ptr.shape[0] - 1
     cdef idx_t low = INT64_MAX, low_diag = INT64_MAX
-    cdef int tid
     cdef bint conj = False
     cdef scalar* buffers
     if S.offtrans == c'N':
@@ -1571,12 +1574,15 @@ def solve_backward(scalar[::1] X, idx_t n, int nrhs, const scalar[::1] diagpanel
                 backward_cblk(&S, &X[0], cblks[i], buffers)
     else:
         with nogil, parallel(num_threads=nt):
-            tid = threadid()
-            low = low_diag = INT64_MAX
-            for i in range(ptr[tid + 1] - 1, ptr[tid] - 1, -1):
-                prefetch_panels(&offpanels[0], &diagpanels[0], coefind[cblks[i]], &low,
-                                &low_diag)
-                backward_cblk(&S, &X[0], cblks[i], buffers + tid * rows)
+            t = threadid()  # slots as in solve_forward
+            team = omp_get_num_threads()
+            while t < nt:
+                low = low_diag = INT64_MAX
+                for i in range(ptr[t + 1] - 1, ptr[t] - 1, -1):
+                    prefetch_panels(&offpanels[0], &diagpanels[0], coefind[cblks[i]], &low,
+                                    &low_diag)
+                    backward_cblk(&S, &X[0], cblks[i], buffers + t * rows)
+                t = t + team
     with nogil:
         if conj:
             conjugate(&X[0], n * nrhs)

@@ -646,10 +646,10 @@ def factorize(
     pivot_tol : float, optional
         Static pivoting threshold; default ``sqrt(eps) * ‖B‖∞`` of the scaled matrix.
     threads : int, optional
-        Threads for the numeric factorization (each running single-threaded
-        BLAS; ``1`` factors on the calling thread alone) and BLAS threads for
-        its solves; default: all the cores this process may use for the
-        factorization, the BLAS left as configured.
+        Threads for the numeric factorization and its solves, each running
+        single-threaded BLAS (``1``: the calling thread alone); default: all the
+        cores this process may use, or for factorizations under 10⁸ flops the
+        calling thread with the BLAS as configured.
     progress : callable, optional
         ``progress(fraction)`` is called as the factorization advances.
 

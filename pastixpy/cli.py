@@ -72,7 +72,7 @@ def _parser():
         "--threads",
         type=int,
         metavar="N",
-        help="factorization threads, and BLAS threads of the solve (default: all cores)",
+        help="threads of the factorization and the solve (default: all cores)",
     )
     s.add_argument(
         "--refine",

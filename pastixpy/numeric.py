@@ -19,7 +19,7 @@ from . import _numeric, _symbolic
 from .errors import NotPositiveDefiniteError
 from .matrix import compact_index
 from .ordering import inverse_permutation
-from .symbolic import column_cblks
+from .symbolic import cblk_parents, column_cblks
 
 #: Factorization kinds the kernels know.
 KIND_CODES = _numeric.KIND_CODES
@@ -113,13 +113,9 @@ class PanelLayout:
 
     @cached_property
     def parent(self):
-        """Parent of each cblk in the block tree, -1 at roots: the cblk that its first
-        off-diagonal blok faces (cblks are in postorder: a parent after its children)."""
-        first_off = self.bloknum[:-1] + 1
-        has = first_off < self.bloknum[1:]
-        parent = np.full(first_off.shape[0], -1, dtype=np.int64)
-        parent[has] = self.fcblk[first_off[has]]
-        return parent
+        """Parent of each cblk in the block tree, -1 at roots (cblks are in postorder:
+        a parent comes after its children)."""
+        return cblk_parents(self.bloknum, self.fcblk)
 
     def solve_plan(self, threads):
         """How the triangular solves split over ``threads`` threads (see :class:`SolvePlan`)."""

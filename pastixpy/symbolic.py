@@ -40,6 +40,14 @@ def amalgamation_parameters(amalgamation):
     return {**AMALGAMATION, **amalgamation}
 
 
+def cblk_parents(bloknum, fcblk):
+    """Parent of each cblk in the block tree: the cblk its first off-diagonal blok
+    faces, -1 when it has none (a root)."""
+    first_off = bloknum[:-1] + 1
+    has = first_off < bloknum[1:]
+    return np.where(has, fcblk[np.minimum(first_off, fcblk.shape[0] - 1)], -1).astype(np.int64)
+
+
 def column_cblks(fcol):
     """The cblk of each column, for cblks starting at columns ``fcol`` (then n)."""
     return np.repeat(np.arange(fcol.shape[0] - 1, dtype=np.int64), np.diff(fcol))
@@ -412,9 +420,7 @@ class SymbolMatrix:
     @property
     def cblk_parent(self):
         """The cblk faced by each cblk's first off-diagonal blok, -1 when it has none."""
-        first_off = self.cblk_bloknum[:-1] + 1
-        has = first_off < self.cblk_bloknum[1:]
-        return np.where(has, self.blok_fcblknm[np.minimum(first_off, self.nblok - 1)], -1)
+        return cblk_parents(self.cblk_bloknum, self.blok_fcblknm)
 
     @property
     def nnz_stored(self):

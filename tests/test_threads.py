@@ -4,6 +4,8 @@ import _thread
 import dataclasses
 import multiprocessing
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -104,6 +106,34 @@ def test_threaded_solves_match_one_thread(make, kind, dtype, threads):
             ref = F.solve(b, trans=trans)
             F._factors = parallel
             _assert_close(x, ref, dtype, factor=100)
+
+
+_FEWER_THREADS = """
+import numpy as np, pastixpy
+from pastixpy.gallery import laplacian
+A = laplacian((12, 12, 12))
+b = np.random.default_rng(0).standard_normal((A.shape[0], 2))
+F = pastixpy.factorize(A, threads=2, refine="none")
+x = F.solve(b)
+assert F._factors.layout.solve_plan(2).threads == 2
+ref = pastixpy.factorize(A, threads=1, refine="none").solve(b)
+print(np.abs(x - ref).max() / np.abs(ref).max())
+"""
+
+
+def test_solves_when_openmp_gives_fewer_threads():
+    # Each OpenMP thread takes the plan's slots tid, tid + team, ...: with a team of
+    # one, every subtree is still swept.
+    env = dict(os.environ, OMP_THREAD_LIMIT="1")
+    out = subprocess.run(
+        [sys.executable, "-c", _FEWER_THREADS],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert float(out.stdout) <= 1e-12
 
 
 def _check_plan(layout, plan, threads):
