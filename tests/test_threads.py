@@ -125,8 +125,12 @@ def test_solves_when_openmp_gives_fewer_threads():
     # Each OpenMP thread takes the plan's slots tid, tid + team, ...: with a team of
     # one, every subtree is still swept.
     env = dict(os.environ, OMP_THREAD_LIMIT="1")
+    # From the directory that holds the pastixpy under test (not the source tree
+    # ``-c`` would put first on the path when the package is installed).
+    home = os.path.dirname(os.path.dirname(os.path.abspath(pastixpy.__file__)))
     out = subprocess.run(
         [sys.executable, "-c", _FEWER_THREADS],
+        cwd=home,
         env=env,
         capture_output=True,
         text=True,
