@@ -155,29 +155,17 @@ cdef inline void small_gemv(char ta, int m, int n, scalar alpha, scalar* a, int 
     if ta == c'N':
         for i in range(m):
             y[i] = 0 if beta == 0 else beta * y[i]
-        j = 0
-        while j + 4 <= n:
-            c0 = a + <int64_t>j * lda
-            c1 = c0 + lda
-            c2 = c1 + lda
-            c3 = c2 + lda
+    j = 0
+    while j + 4 <= n:
+        c0 = a + <int64_t>j * lda
+        c1 = c0 + lda
+        c2 = c1 + lda
+        c3 = c2 + lda
+        if ta == c'N':
             s0, s1, s2, s3 = alpha * x[j], alpha * x[j + 1], alpha * x[j + 2], alpha * x[j + 3]
             for i in range(m):
                 y[i] += c0[i] * s0 + c1[i] * s1 + c2[i] * s2 + c3[i] * s3
-            j += 4
-        while j < n:
-            c0 = a + <int64_t>j * lda
-            s0 = alpha * x[j]
-            for i in range(m):
-                y[i] += c0[i] * s0
-            j += 1
-    else:
-        j = 0
-        while j + 4 <= n:
-            c0 = a + <int64_t>j * lda
-            c1 = c0 + lda
-            c2 = c1 + lda
-            c3 = c2 + lda
+        else:
             s0 = s1 = s2 = s3 = 0
             for i in range(m):
                 s0 += cj(c0[i], conj) * x[i]
@@ -188,14 +176,19 @@ cdef inline void small_gemv(char ta, int m, int n, scalar alpha, scalar* a, int 
             y[j + 1] = alpha * s1 if beta == 0 else alpha * s1 + beta * y[j + 1]
             y[j + 2] = alpha * s2 if beta == 0 else alpha * s2 + beta * y[j + 2]
             y[j + 3] = alpha * s3 if beta == 0 else alpha * s3 + beta * y[j + 3]
-            j += 4
-        while j < n:
-            c0 = a + <int64_t>j * lda
+        j += 4
+    while j < n:
+        c0 = a + <int64_t>j * lda
+        if ta == c'N':
+            s0 = alpha * x[j]
+            for i in range(m):
+                y[i] += c0[i] * s0
+        else:
             s0 = 0
             for i in range(m):
                 s0 += cj(c0[i], conj) * x[i]
             y[j] = alpha * s0 if beta == 0 else alpha * s0 + beta * y[j]
-            j += 1
+        j += 1
 
 
 cdef inline void trsv(char uplo, char ta, char diag, int n, scalar* a, int lda,
@@ -561,11 +554,8 @@ cdef struct Entries:
     const idx_t* ptr
 
 
-cdef struct Panels:
-    # The block structure (PanelLayout.block_args) and the factor arrays, as raw pointers.
-    int kind
-    bint conj  # transposes are conjugate (complex LLᴴ, LDLᴴ)
-    double tol  # static pivoting threshold
+cdef struct Blocks:
+    # The block structure (PanelLayout.block_args) as raw pointers.
     const idx_t* fcol
     const idx_t* bloknum
     const idx_t* coefind
@@ -574,6 +564,33 @@ cdef struct Panels:
     const idx_t* lrow
     const idx_t* fcblk
     const idx_t* bcoef
+
+
+cdef Blocks make_blocks(const idx_t[::1] fcol, const idx_t[::1] bloknum,
+                        const idx_t[::1] coefind, const idx_t[::1] stride,
+                        const idx_t[::1] frow, const idx_t[::1] lrow, const idx_t[::1] fcblk,
+                        const idx_t[::1] bcoef) except *:
+    cdef Blocks B
+    if fcol.shape[0] < 2 or bloknum.shape[0] != fcol.shape[0] \
+            or coefind.shape[0] < fcol.shape[0] - 1 or stride.shape[0] < fcol.shape[0] - 1:
+        raise ValueError("the block structure arrays do not match")
+    B.fcol = &fcol[0]
+    B.bloknum = &bloknum[0]
+    B.coefind = &coefind[0]
+    B.stride = &stride[0]
+    B.frow = &frow[0] if frow.shape[0] else NULL
+    B.lrow = &lrow[0] if lrow.shape[0] else NULL
+    B.fcblk = &fcblk[0] if fcblk.shape[0] else NULL
+    B.bcoef = &bcoef[0] if bcoef.shape[0] else NULL
+    return B
+
+
+cdef struct Panels:
+    # The block structure and the factor arrays, as raw pointers.
+    Blocks B
+    int kind
+    bint conj  # transposes are conjugate (complex LLᴴ, LDLᴴ)
+    double tol  # static pivoting threshold
     void* L
     void* U  # LU only, else NULL
     void* dsub  # LDLᵀ only, else NULL
@@ -624,14 +641,7 @@ cdef Panels make_panels(int kind, bint conj, double tol, scalar[::1] L, scalar[:
     P.kind = kind
     P.conj = conj
     P.tol = tol
-    P.fcol = &fcol[0]
-    P.bloknum = &bloknum[0]
-    P.coefind = &coefind[0] if coefind.shape[0] else NULL
-    P.stride = &stride[0] if stride.shape[0] else NULL
-    P.frow = &frow[0] if frow.shape[0] else NULL
-    P.lrow = &lrow[0] if lrow.shape[0] else NULL
-    P.fcblk = &fcblk[0] if fcblk.shape[0] else NULL
-    P.bcoef = &bcoef[0] if bcoef.shape[0] else NULL
+    P.B = make_blocks(fcol, bloknum, coefind, stride, frow, lrow, fcblk, bcoef)
     P.L = &L[0] if L.shape[0] else NULL
     P.U = &U[0] if U.shape[0] else NULL
     P.dsub = &dsub[0] if dsub.shape[0] else NULL
@@ -658,17 +668,17 @@ cdef inline idx_t group_end(const Panels* P, idx_t k, idx_t b) noexcept nogil:
 
     A group takes consecutive bloks until they span ``GROUP_ROWS`` rows; a blok
     that tall by itself stands alone (it may be accumulated without a scatter)."""
-    cdef idx_t e = b + 1, end = P.bloknum[k + 1]
-    cdef idx_t rows = P.lrow[b] - P.frow[b] + 1
-    while e < end and rows < GROUP_ROWS and P.lrow[e] - P.frow[e] + 1 < GROUP_ROWS:
-        rows += P.lrow[e] - P.frow[e] + 1
+    cdef idx_t e = b + 1, end = P.B.bloknum[k + 1]
+    cdef idx_t rows = P.B.lrow[b] - P.B.frow[b] + 1
+    while e < end and rows < GROUP_ROWS and P.B.lrow[e] - P.B.frow[e] + 1 < GROUP_ROWS:
+        rows += P.B.lrow[e] - P.B.frow[e] + 1
         e += 1
     return e
 
 
 cdef inline int group_rows(const Panels* P, idx_t b, idx_t e) noexcept nogil:
     """Rows spanned by bloks b..e-1 of one cblk (they are stacked in its panel)."""
-    return P.bcoef[e - 1] + P.lrow[e - 1] - P.frow[e - 1] + 1 - P.bcoef[b]
+    return P.B.bcoef[e - 1] + P.B.lrow[e - 1] - P.B.frow[e - 1] + 1 - P.B.bcoef[b]
 
 
 cdef void workspace_sizes(const Panels* P, idx_t k0, idx_t k1, size_t itemsize,
@@ -679,14 +689,14 @@ cdef void workspace_sizes(const Panels* P, idx_t k0, idx_t k1, size_t itemsize,
     scatters' row runs (2 indices per blok)."""
     cdef idx_t k, b, e, w, smax = 1, rowsmax = 1, wmax = 0, nbmax = 0
     for k in range(k0, k1):
-        w = P.fcol[k + 1] - P.fcol[k]
+        w = P.B.fcol[k + 1] - P.B.fcol[k]
         wmax = max(wmax, w)
-        nbmax = max(nbmax, P.bloknum[k + 1] - P.bloknum[k])
-        rowsmax = max(rowsmax, (P.stride[k] - w) * w)
-        b = P.bloknum[k] + 1
-        while b < P.bloknum[k + 1]:
+        nbmax = max(nbmax, P.B.bloknum[k + 1] - P.B.bloknum[k])
+        rowsmax = max(rowsmax, (P.B.stride[k] - w) * w)
+        b = P.B.bloknum[k] + 1
+        while b < P.B.bloknum[k + 1]:
             e = group_end(P, k, b)
-            smax = max(smax, (P.stride[k] - P.bcoef[b]) * group_rows(P, b, e))
+            smax = max(smax, (P.B.stride[k] - P.B.bcoef[b]) * group_rows(P, b, e))
             b = e
     # LU computes both of an update's products before scattering them.
     sizes[0] = 2 * smax if P.kind == LU else smax
@@ -706,9 +716,9 @@ cdef idx_t factor_panel(const Panels* P, idx_t k, scalar* wbuf, scalar* tmp,
     """
     cdef scalar one = 1
     cdef char tr = c'C' if P.conj else c'T'
-    cdef idx_t fc = P.fcol[k]
-    cdef int w = P.fcol[k + 1] - fc, m = P.stride[k], info, h, M
-    cdef scalar* base = <scalar*>P.L + P.coefind[k]
+    cdef idx_t fc = P.B.fcol[k]
+    cdef int w = P.B.fcol[k + 1] - fc, m = P.B.stride[k], info, h, M
+    cdef scalar* base = <scalar*>P.L + P.B.coefind[k]
     cdef scalar* ubase
     cdef scalar* dsub = <scalar*>P.dsub
     cdef int* ipiv
@@ -723,7 +733,7 @@ cdef idx_t factor_panel(const Panels* P, idx_t k, scalar* wbuf, scalar* tmp,
             return fc + info - 1
         trsm(c'R', c'L', tr, c'N', m - w, w, one, base, m, base + w, m)
     elif P.kind == LU:
-        ubase = <scalar*>P.U + P.coefind[k]
+        ubase = <scalar*>P.U + P.B.coefind[k]
         ipiv = <int*>tmp  # Bunch-Kaufman's scratch, free for LU: 2w + 2 scalars >= w ints
         count[0] += lu_local(w, w, base, m, P.tol, &P.pert[fc], ipiv)
         # Rows interchanged in the block are interchanged in U's part of the panel
@@ -795,14 +805,14 @@ cdef void update_single(const Panels* P, idx_t k, idx_t b, scalar* work, scalar*
     product of the whole panel below b, and mostly no scatter)."""
     cdef scalar one = 1, mone = -1
     cdef char tr = c'C' if P.conj else c'T'
-    cdef idx_t f = P.fcblk[b], sf = P.stride[f], cb = P.bcoef[b], e, end = P.bloknum[k + 1]
-    cdef idx_t f0 = P.fcol[f], nrun
-    cdef int w = P.fcol[k + 1] - P.fcol[k], m = P.stride[k], h = P.lrow[b] - P.frow[b] + 1
-    cdef scalar* base = <scalar*>P.L + P.coefind[k]
+    cdef idx_t f = P.B.fcblk[b], sf = P.B.stride[f], cb = P.B.bcoef[b], e, end = P.B.bloknum[k + 1]
+    cdef idx_t f0 = P.B.fcol[f], nrun
+    cdef int w = P.B.fcol[k + 1] - P.B.fcol[k], m = P.B.stride[k], h = P.B.lrow[b] - P.B.frow[b] + 1
+    cdef scalar* base = <scalar*>P.L + P.B.coefind[k]
     cdef scalar* ubase
     # b's rows are columns of f: their part of f's panel(s).
-    cdef idx_t dst = P.coefind[f] + (P.frow[b] - f0) * sf
-    nrun = row_runs(k, b, f, P.bloknum, P.frow, P.lrow, P.bcoef, runs)
+    cdef idx_t dst = P.B.coefind[f] + (P.B.frow[b] - f0) * sf
+    nrun = row_runs(k, b, f, P.B.bloknum, P.B.frow, P.B.lrow, P.B.bcoef, runs)
     if P.kind == LLT:
         update_rows(base + cb, m, base + cb, m, h, w, tr, <scalar*>P.L + dst, sf, runs, nrun,
                     work, True)
@@ -811,20 +821,20 @@ cdef void update_single(const Panels* P, idx_t k, idx_t b, scalar* work, scalar*
         update_rows(wbuf + (cb - w), m - w, base + cb, m, h, w, tr, <scalar*>P.L + dst, sf,
                     runs, nrun, work, False)
     else:
-        ubase = <scalar*>P.U + P.coefind[k]
+        ubase = <scalar*>P.U + P.B.coefind[k]
         update_rows(base + cb, m, ubase + cb, m, h, w, c'T', <scalar*>P.L + dst, sf, runs,
                     nrun, work, False)
         # The Uᵀ rows of the later bloks facing f land in f's diagonal block above its
         # diagonal, which L's panel stores transposed.
         e = b + 1
-        while e < end and P.fcblk[e] == f:
-            gemm(c'N', c'T', h, P.lrow[e] - P.frow[e] + 1, w, mone, base + cb, m,
-                 ubase + P.bcoef[e], m, one,
-                 <scalar*>P.L + P.coefind[f] + (P.frow[b] - f0) + (P.frow[e] - f0) * sf, sf)
+        while e < end and P.B.fcblk[e] == f:
+            gemm(c'N', c'T', h, P.B.lrow[e] - P.B.frow[e] + 1, w, mone, base + cb, m,
+                 ubase + P.B.bcoef[e], m, one,
+                 <scalar*>P.L + P.B.coefind[f] + (P.B.frow[b] - f0) + (P.B.frow[e] - f0) * sf, sf)
             e += 1
         if e < end:
-            nrun = row_runs(k, e, f, P.bloknum, P.frow, P.lrow, P.bcoef, runs)
-            update_rows(ubase + P.bcoef[e], m, base + cb, m, h, w, c'T', <scalar*>P.U + dst,
+            nrun = row_runs(k, e, f, P.B.bloknum, P.B.frow, P.B.lrow, P.B.bcoef, runs)
+            update_rows(ubase + P.B.bcoef[e], m, base + cb, m, h, w, c'T', <scalar*>P.U + dst,
                         sf, runs, nrun, work, False)
 
 
@@ -835,10 +845,10 @@ cdef void update_products(const Panels* P, idx_t k, idx_t b, idx_t e, scalar* wb
     Uᵀ products, at ``work + M H``."""
     cdef scalar one = 1, zero = 0
     cdef char tr = c'C' if P.conj else c'T'
-    cdef int w = P.fcol[k + 1] - P.fcol[k], m = P.stride[k]
-    cdef idx_t cb = P.bcoef[b]
+    cdef int w = P.B.fcol[k + 1] - P.B.fcol[k], m = P.B.stride[k]
+    cdef idx_t cb = P.B.bcoef[b]
     cdef int H = group_rows(P, b, e), M = m - cb
-    cdef scalar* base = <scalar*>P.L + P.coefind[k]
+    cdef scalar* base = <scalar*>P.L + P.B.coefind[k]
     cdef scalar* ubase
     cdef int i, j
     if P.kind == LLT:
@@ -850,7 +860,7 @@ cdef void update_products(const Panels* P, idx_t k, idx_t b, idx_t e, scalar* wb
                 work[i + j * M] = 0
         gemm(c'N', tr, M - H, H, w, one, base + cb + H, m, base + cb, m, zero, work + H, M)
     elif P.kind == LU:
-        ubase = <scalar*>P.U + P.coefind[k]
+        ubase = <scalar*>P.U + P.B.coefind[k]
         gemm(c'N', c'T', M, H, w, one, base + cb, m, ubase + cb, m, zero, work, M)
         gemm(c'N', c'T', M, H, w, one, ubase + cb, m, base + cb, m, zero, work + M * H, M)
     else:
@@ -862,21 +872,21 @@ cdef void update_scatter(const Panels* P, idx_t k, idx_t b, idx_t g, int H, scal
     """Subtract blok b's columns of the products of :func:`update_products` (group of H
     rows starting at blok g) from the panel(s) of the cblk blok b faces. ``runs``:
     scratch for :func:`scatter_sub`."""
-    cdef idx_t f = P.fcblk[b], cg = P.bcoef[g], e
-    cdef int h = P.lrow[b] - P.frow[b] + 1, M = P.stride[k] - cg
-    cdef scalar* c = work + (P.bcoef[b] - cg) * M
-    scatter_sub(c, M, cg, h, k, b, b, f, <scalar*>P.L, P.fcol, P.bloknum, P.coefind,
-                P.stride, P.frow, P.lrow, P.bcoef, runs)
+    cdef idx_t f = P.B.fcblk[b], cg = P.B.bcoef[g], e
+    cdef int h = P.B.lrow[b] - P.B.frow[b] + 1, M = P.B.stride[k] - cg
+    cdef scalar* c = work + (P.B.bcoef[b] - cg) * M
+    scatter_sub(c, M, cg, h, k, b, b, f, <scalar*>P.L, P.B.fcol, P.B.bloknum, P.B.coefind,
+                P.B.stride, P.B.frow, P.B.lrow, P.B.bcoef, runs)
     if P.kind == LU:
         # Later bloks facing f too land in f's diagonal block, above its diagonal.
         c += M * H
         e = b + 1
-        while e < P.bloknum[k + 1] and P.fcblk[e] == f:
+        while e < P.B.bloknum[k + 1] and P.B.fcblk[e] == f:
             e += 1
-        scatter_sub_transposed(c, M, cg, h, b + 1, e, b, f, <scalar*>P.L, P.fcol, P.coefind,
-                               P.stride, P.frow, P.lrow, P.bcoef)
-        scatter_sub(c, M, cg, h, k, e, b, f, <scalar*>P.U, P.fcol, P.bloknum, P.coefind,
-                    P.stride, P.frow, P.lrow, P.bcoef, runs)
+        scatter_sub_transposed(c, M, cg, h, b + 1, e, b, f, <scalar*>P.L, P.B.fcol, P.B.coefind,
+                               P.B.stride, P.B.frow, P.B.lrow, P.B.bcoef)
+        scatter_sub(c, M, cg, h, k, e, b, f, <scalar*>P.U, P.B.fcol, P.B.bloknum, P.B.coefind,
+                    P.B.stride, P.B.frow, P.B.lrow, P.B.bcoef, runs)
 
 
 def factorize_cblks(int kind, scalar[::1] L, scalar[::1] U,
@@ -964,7 +974,7 @@ cdef Reporter new_reporter(progress, list errors):
 
 cdef inline double cblk_weight(const Panels* P, idx_t k) noexcept nogil:
     """Estimated flops of cblk k's panel and updates (width x rows²), for progress."""
-    return (<double>(P.fcol[k + 1] - P.fcol[k])) * P.stride[k] * P.stride[k]
+    return (<double>(P.B.fcol[k + 1] - P.B.fcol[k])) * P.B.stride[k] * P.B.stride[k]
 
 
 cdef int report(PyObject* progress, PyObject* errors, double fraction) noexcept with gil:
@@ -1066,15 +1076,15 @@ cdef void apply_updates(Scheduler* S, const Panels* P, idx_t k, scalar* work,
     through a work product computed before taking the lock. Without
     one (NULL: a single thread), the same updates run in the same order. ``tmp``
     (free once the panel is factored) holds the scatters' row runs."""
-    cdef idx_t b, g, e, f, end = P.bloknum[k + 1]
+    cdef idx_t b, g, e, f, end = P.B.bloknum[k + 1]
     cdef int H
-    g = P.bloknum[k] + 1
+    g = P.B.bloknum[k] + 1
     while g < end:
         if S != NULL and (S.abort or S.failcblk < k):
             return
         e = group_end(P, k, g)
         if e == g + 1:
-            f = P.fcblk[g]
+            f = P.B.fcblk[g]
             if S == NULL or omp_test_lock(&S.locks[f]):
                 update_single(P, k, g, work, wbuf, <idx_t*>tmp)
                 if S != NULL:
@@ -1084,7 +1094,7 @@ cdef void apply_updates(Scheduler* S, const Panels* P, idx_t k, scalar* work,
         H = group_rows(P, g, e)
         update_products(P, k, g, e, wbuf, work)
         for b in range(g, e):
-            f = P.fcblk[b]
+            f = P.B.fcblk[b]
             if S != NULL:
                 omp_set_lock(&S.locks[f])
             update_scatter(P, k, b, g, H, work, <idx_t*>tmp)
@@ -1304,14 +1314,7 @@ cdef inline void solve_diag_block(char uplo, char ta, char diag, int w, int nrhs
 cdef struct Sweep:
     # One triangular sweep over the panels, as raw pointers: the block structure
     # (PanelLayout.block_args), the panels and what op to apply.
-    const idx_t* fcol
-    const idx_t* bloknum
-    const idx_t* coefind
-    const idx_t* stride
-    const idx_t* frow
-    const idx_t* lrow
-    const idx_t* fcblk
-    const idx_t* bcoef
+    Blocks B
     const idx_t* lperm  # local pivots, NULL for none
     const void* diag  # panels holding the diagonal blocks
     const void* off  # panels holding the off-diagonal parts
@@ -1330,17 +1333,7 @@ cdef Sweep make_sweep(const scalar[::1] diagpanels, const scalar[::1] offpanels,
                       const idx_t[::1] frow, const idx_t[::1] lrow, const idx_t[::1] fcblk,
                       const idx_t[::1] bcoef) except *:
     cdef Sweep S
-    if fcol.shape[0] < 2 or bloknum.shape[0] != fcol.shape[0] \
-            or coefind.shape[0] < fcol.shape[0] - 1 or stride.shape[0] < fcol.shape[0] - 1:
-        raise ValueError("solve: the block structure arrays do not match")
-    S.fcol = &fcol[0]
-    S.bloknum = &bloknum[0]
-    S.coefind = &coefind[0]
-    S.stride = &stride[0]
-    S.frow = &frow[0]
-    S.lrow = &lrow[0]
-    S.fcblk = &fcblk[0]
-    S.bcoef = &bcoef[0]
+    S.B = make_blocks(fcol, bloknum, coefind, stride, frow, lrow, fcblk, bcoef)
     S.lperm = &lperm[0] if lperm.shape[0] else NULL
     S.diag = &diagpanels[0]
     S.off = &offpanels[0]
@@ -1355,7 +1348,7 @@ cdef idx_t sweep_buffer_rows(const Sweep* S, const idx_t* cblks, idx_t count) no
     cdef idx_t i, k, rows = 1
     for i in range(count):
         k = cblks[i]
-        rows = max(rows, max(S.stride[k], S.fcol[k + 1] - S.fcol[k]) * S.nrhs)
+        rows = max(rows, max(S.B.stride[k], S.B.fcol[k + 1] - S.B.fcol[k]) * S.nrhs)
     return rows
 
 
@@ -1363,10 +1356,10 @@ cdef void forward_cblk(const Sweep* S, scalar* X, idx_t k, scalar* tmp, scalar* 
     """Forward step of cblk k: permute by lperm, solve with the diagonal block, then
     subtract the off-diagonal panel times the solution from the rows it faces."""
     cdef scalar one = 1, zero = 0
-    cdef idx_t fc = S.fcol[k], b, i, r, f
-    cdef int w = S.fcol[k + 1] - fc, m = S.stride[k], h, nrhs = S.nrhs
-    cdef const scalar* diag = <const scalar*>S.diag + S.coefind[k]
-    cdef const scalar* off = <const scalar*>S.off + S.coefind[k] + w
+    cdef idx_t fc = S.B.fcol[k], b, i, r, f
+    cdef int w = S.B.fcol[k + 1] - fc, m = S.B.stride[k], h, nrhs = S.nrhs
+    cdef const scalar* diag = <const scalar*>S.diag + S.B.coefind[k]
+    cdef const scalar* off = <const scalar*>S.off + S.B.coefind[k] + w
     cdef scalar* xb = X + fc * nrhs
     cdef scalar* src
     cdef scalar* dst
@@ -1383,20 +1376,20 @@ cdef void forward_cblk(const Sweep* S, scalar* X, idx_t k, scalar* tmp, scalar* 
         gemv(c'N', m - w, w, one, <scalar*>off, m, xb, zero, tmp)
     else:
         gemm(c'N', c'T', m - w, nrhs, w, one, <scalar*>off, m, xb, nrhs, zero, tmp, m - w)
-    for b in range(S.bloknum[k] + 1, S.bloknum[k + 1]):
-        h = S.lrow[b] - S.frow[b] + 1
-        f = S.fcblk[b]
+    for b in range(S.B.bloknum[k] + 1, S.B.bloknum[k + 1]):
+        h = S.B.lrow[b] - S.B.frow[b] + 1
+        f = S.B.fcblk[b]
         if Y != NULL and S.topoff[f] >= 0:
-            dst = Y + (S.topoff[f] + S.frow[b] - S.fcol[f]) * nrhs
+            dst = Y + (S.topoff[f] + S.B.frow[b] - S.B.fcol[f]) * nrhs
         else:
-            dst = X + S.frow[b] * nrhs
+            dst = X + S.B.frow[b] * nrhs
         if nrhs > 1:
-            src = tmp + (S.bcoef[b] - w)
+            src = tmp + (S.B.bcoef[b] - w)
             for i in range(h):
                 for r in range(nrhs):
                     dst[i * nrhs + r] -= src[i + r * (m - w)]
         else:
-            src = tmp + (S.bcoef[b] - w)
+            src = tmp + (S.B.bcoef[b] - w)
             for i in range(h):
                 dst[i] -= src[i]
 
@@ -1417,18 +1410,18 @@ cdef void backward_cblk(const Sweep* S, scalar* X, idx_t k, scalar* tmp) noexcep
     """Backward step of cblk k: gather the rows it faces, subtract the off-diagonal
     panel, transposed, times them, solve with the diagonal block, undo lperm."""
     cdef scalar one = 1, mone = -1
-    cdef idx_t fc = S.fcol[k], b, i
-    cdef int w = S.fcol[k + 1] - fc, m = S.stride[k], h, nrhs = S.nrhs
-    cdef const scalar* diag = <const scalar*>S.diag + S.coefind[k]
-    cdef const scalar* off = <const scalar*>S.off + S.coefind[k] + w
+    cdef idx_t fc = S.B.fcol[k], b, i
+    cdef int w = S.B.fcol[k + 1] - fc, m = S.B.stride[k], h, nrhs = S.nrhs
+    cdef const scalar* diag = <const scalar*>S.diag + S.B.coefind[k]
+    cdef const scalar* off = <const scalar*>S.off + S.B.coefind[k] + w
     cdef scalar* xb = X + fc * nrhs
     cdef scalar* src
     cdef scalar* dst
     if m > w:
-        for b in range(S.bloknum[k] + 1, S.bloknum[k + 1]):
-            h = (S.lrow[b] - S.frow[b] + 1) * nrhs
-            src = X + S.frow[b] * nrhs
-            dst = tmp + (S.bcoef[b] - w) * nrhs
+        for b in range(S.B.bloknum[k] + 1, S.B.bloknum[k + 1]):
+            h = (S.B.lrow[b] - S.B.frow[b] + 1) * nrhs
+            src = X + S.B.frow[b] * nrhs
+            dst = tmp + (S.B.bcoef[b] - w) * nrhs
             for i in range(h):
                 dst[i] = src[i]
         # X_k -= op(L21) tmp, i.e. Y_k -= tmpᵀ L21 for 'T'.
