@@ -158,6 +158,9 @@ class PanelLayout:
 #: it is, moving their roots into the part above, which runs on one.
 SOLVE_BALANCE = 1.1
 
+#: At most this many subtrees per thread are split looking for that balance.
+SOLVE_MAX_SPLITS = 64
+
 
 @dataclass(frozen=True)
 class SolvePlan:
@@ -210,7 +213,9 @@ class SolvePlan:
         order = np.argsort(parent, kind="stable")
         child_ptr = np.searchsorted(parent[order], np.arange(-1, ncblk + 1))
         layer = list(order[child_ptr[0] : child_ptr[1]])  # the roots
-        while True:
+        # Nested dissection balances within a few levels (the top separator's
+        # panels, then a level or two); a chain of cblks never would.
+        for _ in range(SOLVE_MAX_SPLITS * threads):
             bins, loads = _greedy_bins(layer, subtree, threads)
             if loads.max() <= SOLVE_BALANCE * loads.sum() / threads:
                 break
