@@ -12,7 +12,7 @@ import numpy as np
 from . import _symbolic
 from .errors import OptionError, PastixError
 from .matrix import canonical_csc, compact_index, matrix_symmetry, symmetric_pattern
-from .options import parse_option
+from .options import available_cores, parse_option
 from .ordering import Ordering, check_pairs, keep_pairs_adjacent, order
 from .symbolic import (
     EliminationTree,
@@ -182,6 +182,7 @@ def analyze(
     split="auto",
     reorder=None,
     pairs=None,
+    threads=None,
 ):
     """Analyse the sparsity pattern of A: ordering, symbolic factorization, block structure.
 
@@ -193,7 +194,10 @@ def analyze(
     ordering : str, (str, dict) or array_like
         ``"auto"`` (default: AMD for graphs of at most
         :data:`pastixpy.ordering.AUTO_AMD_MAX` vertices, METIS above),
-        ``"metis"`` (nested dissection; kwargs ``seed``, ``compress``),
+        ``"metis"`` (nested dissection; kwargs ``seed``, ``compress`` and
+        ``ufactor``: one balance tolerance or several, default
+        :data:`pastixpy.ordering.METIS_UFACTORS`, of which the ordering with
+        the fewest flops is kept),
         ``"amd"`` (kwargs ``dense``, ``aggressive``, ``compress``), ``"rcm"``,
         ``"natural"``, or a permutation array (``perm[k]`` = original index of
         the k-th pivot). The result is postordered, which keeps the fill.
@@ -218,6 +222,9 @@ def analyze(
         Coupled unknowns to keep in one cblk, next to each other, so the
         numeric phase can pivot on them as a 2x2 block (symmetric indefinite
         matrices with zero diagonal entries; see :func:`pastixpy.preprocess.pivot_pairs`).
+    threads : int, optional
+        Cores for the METIS runs (each ``ufactor`` on its own, in forked
+        processes on Linux); default: the cores available.
 
     Returns
     -------
@@ -227,7 +234,8 @@ def analyze(
         included, before amalgamation), ``nnz_L_stored`` (entries stored,
         padding included), ``flops`` (LLᵀ), ``n_cblk``, ``n_blok``,
         ``tree_height`` (cblk tree), ``etree_height``, ``n_separators``,
-        ``n_ordered`` (vertices after graph compression), ``amalgamation_zeros``,
+        ``n_ordered`` (vertices after graph compression), ``ordering_candidates``
+        (each METIS run compared: its parameters and flops), ``amalgamation_zeros``,
         ``memory_bytes`` (factor storage of this kind in float64),
         ``memory_bytes_by_dtype`` and ``seconds`` (per step, and ``total``).
 
@@ -271,11 +279,22 @@ def analyze(
     together = None
     if pairs is not None:
         pairs = check_pairs(pairs, n, xadj, adjncy)
-    ordered = order(xadj, adjncy, ordering, pairs)
+    trees = {}  # the candidates' trees, by id of their permutation (kept alive here)
+
+    def flops(perm):
+        trees[id(perm)] = perm, elimination_tree(xadj, adjncy, perm)
+        return trees[id(perm)][1].flops
+
+    threads = available_cores() if threads is None else threads
+    ordered = order(xadj, adjncy, ordering, pairs, cost=flops, threads=threads)
     if pairs is not None:
         ordered = replace(ordered, perm=keep_pairs_adjacent(ordered.perm, pairs))
     lap("ordering")
-    tree = elimination_tree(xadj, adjncy, ordered.perm)
+    if id(ordered.perm) in trees:
+        tree = trees[id(ordered.perm)][1]
+    else:
+        tree = elimination_tree(xadj, adjncy, ordered.perm)
+    trees.clear()
     if pairs is not None:
         together = _pair_seconds(tree.iperm, pairs)
     lap("etree")
@@ -317,6 +336,7 @@ def analyze(
         "memory_bytes_by_dtype": by_dtype,
         "seconds": seconds,
         "ordering_seconds": dict(ordered.seconds),
+        "ordering_candidates": [{**params, "flops": flops} for params, flops in ordered.candidates],
     }
     # Kept to check reuse and invariants; int32 halves them where n allows.
     xadj, adjncy = compact_index(xadj), compact_index(adjncy)

@@ -33,7 +33,7 @@ from .numeric import (
     unpermute_rows_inplace,
 )
 from .options import parse_option
-from .ordering import ORDERINGS
+from .ordering import METIS_UFACTORS, ORDERINGS
 from .preprocess import check_structural_rank, preprocess
 from .refine import backward_error, refine
 
@@ -120,7 +120,13 @@ class Factorization:
             )
         t1 = time.perf_counter()
         if analysis is None:
-            analysis = analyze(B, ordering=self._options["ordering"], kind=kind, pairs=prep.pairs)
+            analysis = analyze(
+                B,
+                ordering=self._options["ordering"],
+                kind=kind,
+                pairs=prep.pairs,
+                threads=self._options["threads"],
+            )
         t2 = time.perf_counter()
         self.kind = kind
         self.analysis = analysis
@@ -210,13 +216,16 @@ class Factorization:
         if self.analysis.ordering.method == "amd" and isinstance(ordering, (str, tuple)):
             name, kwargs = parse_option(ordering, ORDERINGS, "ordering")
             if name == "auto":
-                ordering = ("metis", kwargs)
+                # METIS with its own balance tolerance, once: this retry seeks other
+                # blocks, not fewer flops (and nnc1374 needs that ordering's).
+                ordering = ("metis", {"ufactor": METIS_UFACTORS[0], **kwargs})
         self.analysis = analyze(
             B,
             ordering=ordering,
             kind=self.kind,
             pairs=self._prep.pairs,
             amalgamation=ROBUST_AMALGAMATION,
+            threads=self._options["threads"],
         )
         seconds = self.stats["seconds"]
         seconds["analysis"] = seconds.get("analysis", 0.0) + time.perf_counter() - t0
@@ -649,7 +658,8 @@ def factorize(
         Threads for the numeric factorization and its solves, each running
         single-threaded BLAS (``1``: the calling thread alone); default: all the
         cores this process may use, or for factorizations under 10⁸ flops the
-        calling thread with the BLAS as configured.
+        calling thread with the BLAS as configured. The analysis runs its METIS
+        orderings (one per ``ufactor``) on as many cores.
     progress : callable, optional
         ``progress(fraction)`` is called as the factorization advances.
 

@@ -18,6 +18,7 @@ from threadpoolctl import ThreadpoolController
 from . import _numeric, _symbolic
 from .errors import NotPositiveDefiniteError
 from .matrix import compact_index
+from .options import available_cores
 from .ordering import inverse_permutation
 from .symbolic import cblk_parents, column_cblks
 
@@ -585,13 +586,6 @@ def factorize_numeric(B, analysis, layout, amap, kind, pivot_tol, progress=None,
     for a in (L, U, lperm, pivtype, dsub):
         a.setflags(write=False)
     return Factors(kind, layout, L, U, lperm, pivtype, dsub, pert.astype(bool), threads)
-
-
-def available_cores():
-    """Cores this process may run on."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return os.cpu_count() or 1
 
 
 def _check_failed(failed, analysis):

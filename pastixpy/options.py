@@ -1,6 +1,16 @@
-"""One grammar for options: ``'name'`` or ``('name', {kwargs})``, parsed in one place."""
+"""One grammar for options: ``'name'`` or ``('name', {kwargs})``, parsed in one place; the
+default of the ``threads`` options."""
+
+import os
 
 from .errors import OptionError
+
+
+def available_cores():
+    """Cores this process may run on: the default of every ``threads`` option."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
 
 
 def parse_option(value, choices, argname):

@@ -387,3 +387,63 @@ def test_auto_ordering_is_amd_on_small_graphs_and_metis_above():
     assert large.ordering.method == "metis"
     metis = pastixpy.analyze(laplacian((side, side)), ordering=("metis", {"seed": 1}))
     assert np.array_equal(large.perm, metis.perm)
+
+
+def test_metis_keeps_the_ufactor_with_the_fewest_flops():
+    from pastixpy.ordering import METIS_UFACTORS
+
+    A = laplacian((24, 24, 24))
+    an = pastixpy.analyze(A, ordering="metis", threads=1)
+    tried = an.stats["ordering_candidates"]
+    assert [c["ufactor"] for c in tried] == list(METIS_UFACTORS)
+    singles = {
+        u: pastixpy.analyze(A, ordering=("metis", {"ufactor": u}), threads=1)
+        for u in METIS_UFACTORS
+    }
+    for c in tried:  # each candidate's flops are those of its ordering alone
+        single = singles[c["ufactor"]]
+        assert single.stats["ordering_candidates"] == []
+        assert (
+            c["flops"]
+            == pastixpy.analysis.elimination_tree(
+                an.xadj.astype(np.int64), an.adjncy.astype(np.int64), single.ordering.perm
+            ).flops
+        )
+    best = min(singles.values(), key=lambda s: s.stats["flops"])
+    assert np.array_equal(an.ordering.perm, best.ordering.perm)
+    assert an.stats["flops"] == min(s.stats["flops"] for s in singles.values())
+
+
+def test_metis_candidates_in_child_processes_match_the_serial_ones():
+    A = laplacian((20, 20, 20))
+    ufactor = ("ufactor", (100, 200, 400))
+    serial = pastixpy.analyze(A, ordering=("metis", dict([ufactor])), threads=1)
+    for threads in (2, 3):
+        forked = pastixpy.analyze(A, ordering=("metis", dict([ufactor])), threads=threads)
+        assert np.array_equal(forked.perm, serial.perm)
+        assert forked.stats["ordering_candidates"] == serial.stats["ordering_candidates"]
+
+
+def test_a_failed_metis_child_is_redone_in_the_parent(monkeypatch):
+    import os
+
+    from pastixpy import ordering
+
+    parent, metis = os.getpid(), ordering._metis
+
+    def fails_in_child(*args):
+        if os.getpid() != parent:
+            os._exit(3)
+        return metis(*args)
+
+    A = laplacian((16, 16, 16))
+    serial = pastixpy.analyze(A, ordering="metis", threads=1)
+    monkeypatch.setattr(ordering, "_metis", fails_in_child)
+    forked = pastixpy.analyze(A, ordering="metis", threads=2)
+    assert np.array_equal(forked.perm, serial.perm)
+
+
+@pytest.mark.parametrize("bad", [0, -5, 2.5, True, (), (200, "x"), "400"])
+def test_ufactor_must_be_positive_integers(bad):
+    with pytest.raises(pastixpy.OptionError, match="ufactor"):
+        pastixpy.analyze(laplacian((20, 20, 20)), ordering=("metis", {"ufactor": bad}))
