@@ -241,11 +241,15 @@ def _metis_orders(xadj, adjncy, weights, seed, ufactors, threads):
     forked = {}
     try:
         if threads > 1 and sys.platform.startswith("linux"):
-            forked = {i: _start_child(run[i]) for i in range(1, min(threads, len(run)))}
+            for i in range(1, min(threads, len(run))):
+                try:
+                    forked[i] = _start_child(run[i])
+                except OSError:  # no process to spare (limits, memory): run it here
+                    break
         perms = []
         for i, f in enumerate(run):
             perm = forked.pop(i).wait() if i in forked else None
-            perms.append(f() if perm is None else perm)
+            perms.append(perm if perm is not None and perm.size == xadj.size - 1 else f())
         return perms
     finally:
         for child in forked.values():
@@ -281,11 +285,16 @@ class _Child:
 def _start_child(compute):
     """Fork a child that writes ``compute()``'s int64 array to a pipe and exits."""
     read_fd, write_fd = os.pipe()
-    with warnings.catch_warnings():
-        # Python 3.12+ warns on fork with threads alive (BLAS, OpenMP pools): the child
-        # runs METIS's C code and writes to the pipe, touching no lock those threads hold.
-        warnings.simplefilter("ignore", DeprecationWarning)
-        pid = os.fork()
+    try:
+        with warnings.catch_warnings():
+            # Python 3.12+ warns on fork with threads alive (BLAS, OpenMP pools): the child
+            # runs METIS's C code and writes to the pipe, touching no lock those threads hold.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+    except OSError:
+        os.close(read_fd)
+        os.close(write_fd)
+        raise
     if pid == 0:
         status = 1
         try:

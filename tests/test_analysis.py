@@ -447,3 +447,15 @@ def test_a_failed_metis_child_is_redone_in_the_parent(monkeypatch):
 def test_ufactor_must_be_positive_integers(bad):
     with pytest.raises(pastixpy.OptionError, match="ufactor"):
         pastixpy.analyze(laplacian((20, 20, 20)), ordering=("metis", {"ufactor": bad}))
+
+
+def test_metis_runs_here_when_no_process_can_be_forked(monkeypatch):
+    import os
+
+    def no_fork():
+        raise OSError(11, "Resource temporarily unavailable")
+
+    A = laplacian((16, 16, 16))
+    serial = pastixpy.analyze(A, ordering="metis", threads=1)
+    monkeypatch.setattr(os, "fork", no_fork)
+    assert np.array_equal(pastixpy.analyze(A, ordering="metis", threads=2).perm, serial.perm)
