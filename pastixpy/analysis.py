@@ -195,9 +195,9 @@ def analyze(
         ``"auto"`` (default: AMD for graphs of at most
         :data:`pastixpy.ordering.AUTO_AMD_MAX` vertices, METIS above),
         ``"metis"`` (nested dissection; kwargs ``seed``, ``compress`` and
-        ``ufactor``: one balance tolerance or several, default
-        :data:`pastixpy.ordering.METIS_UFACTORS`, of which the ordering with
-        the fewest flops is kept),
+        ``ufactor``: one balance tolerance or several, of which the ordering
+        with the fewest flops is kept; by default a second run with a looser
+        tolerance on another core, see :func:`pastixpy.ordering.order`),
         ``"amd"`` (kwargs ``dense``, ``aggressive``, ``compress``), ``"rcm"``,
         ``"natural"``, or a permutation array (``perm[k]`` = original index of
         the k-th pivot). The result is postordered, which keeps the fill.
@@ -223,8 +223,9 @@ def analyze(
         numeric phase can pivot on them as a 2x2 block (symmetric indefinite
         matrices with zero diagonal entries; see :func:`pastixpy.preprocess.pivot_pairs`).
     threads : int, optional
-        Cores for the METIS runs (each ``ufactor`` on its own, in forked
-        processes on Linux); default: the cores available.
+        Cores for the METIS runs (the runs after the first in forked processes,
+        on Linux); default: the cores available. With one, METIS runs once
+        unless ``ufactor`` lists several values.
 
     Returns
     -------

@@ -49,6 +49,12 @@ AUTO_AMD_MAX = 5000
 #: more on elasticity and on real matrices of the SuiteSparse collection, hence both.
 METIS_UFACTORS = (200, 400)
 
+#: With the default ``ufactor``, the second METIS run starts alongside the first only
+#: when it can run on another core, and counts only if the first ordering's
+#: factorization takes at least this many flops (about 3 s on one core): below it,
+#: waiting for the other run costs more than 7-12% fewer flops save.
+METIS_SECOND_RUN_FLOPS = 1e11
+
 
 @dataclass(frozen=True)
 class Ordering:
@@ -132,14 +138,15 @@ def order(xadj, adjncy, ordering="auto", pairs=None, *, cost=None, threads=1):
         A method name, a ``(name, {kwargs})`` pair, or a permutation array.
         ``"auto"`` takes METIS's keyword arguments and uses them when it picks
         METIS (graphs of more than :data:`AUTO_AMD_MAX` vertices). METIS's
-        ``ufactor`` is one balance tolerance or several (default
-        :data:`METIS_UFACTORS`).
+        ``ufactor`` is one balance tolerance or several, all run and the
+        cheapest kept. By default, :data:`METIS_UFACTORS`: the second only
+        on another core, and kept in view only if the first ordering costs at
+        least :data:`METIS_SECOND_RUN_FLOPS`.
     pairs : (m, 2) int64 array, optional
         Vertices METIS and AMD order as one (2x2 pivots); see :func:`keep_pairs_adjacent`.
     cost : callable, optional
-        ``cost(perm)`` of a candidate permutation: with several ``ufactor``
-        values METIS orders the graph once per value and the cheapest ordering
-        is kept (the first of equals). Without it, only the first value is used.
+        ``cost(perm)`` of a candidate permutation (the first of equals wins).
+        Without it, only the first ``ufactor`` is used.
     threads : int
         Cores for the METIS runs. With two or more (on Linux), the runs after the
         first go to forked child processes while this process runs the first:
@@ -165,6 +172,7 @@ def order(xadj, adjncy, ordering="auto", pairs=None, *, cost=None, threads=1):
     # METIS and AMD order the quotient graph of indistinguishable vertices.
     groups, ngroups = indistinguishable_groups(n, xadj, adjncy)
     compress = kwargs.pop("compress", True)
+    explicit = "ufactor" in kwargs
     ufactors = _ufactors(kwargs.pop("ufactor", METIS_UFACTORS))
     if pairs is not None and pairs.size:
         groups, ngroups = _merge_groups(groups, ngroups, pairs)
@@ -185,21 +193,27 @@ def order(xadj, adjncy, ordering="auto", pairs=None, *, cost=None, threads=1):
         return Ordering(
             perm, name, ngroups, {"compress": t1 - t0, "order": time.perf_counter() - t1}
         )
-    if cost is None:
-        ufactors = ufactors[:1]
     seed = int(kwargs.get("seed", 0))
-    qperms = _metis_orders(qxadj, qadjncy, weights, seed, ufactors, threads)
-    perms = [expand_permutation(q, groups, ngroups) for q in qperms]
-    t2 = time.perf_counter()
-    if len(perms) == 1:
-        return Ordering(perms[0], name, ngroups, {"compress": t1 - t0, "order": t2 - t1})
-    costs = [cost(p) for p in perms]
-    best = int(np.argmin(costs))
+    concurrent = threads > 1 and sys.platform.startswith("linux")
+    if cost is None or not (explicit or concurrent):
+        ufactors = ufactors[:1]
+
+    def run(ufactor):
+        qperm = _metis(qxadj, qadjncy, weights, seed, ufactor)
+        return expand_permutation(qperm, groups, ngroups)
+
+    import pymetis  # noqa: F401  (imported before any fork: the children only call it)
+
+    children = threads - 1 if concurrent else 0
+    min_cost = 0 if explicit else METIS_SECOND_RUN_FLOPS
+    perms, costs = _cheapest_runs(run, ufactors, cost, children, min_cost)
+    seconds = {"compress": t1 - t0, "order": time.perf_counter() - t1}
+    if len(costs) < 2:
+        return Ordering(perms[0], name, ngroups, seconds)
     candidates = tuple(
         ({"seed": seed, "ufactor": u}, c) for u, c in zip(ufactors, costs, strict=True)
     )
-    seconds = {"compress": t1 - t0, "order": t2 - t1, "compare": time.perf_counter() - t2}
-    return Ordering(perms[best], name, ngroups, seconds, candidates)
+    return Ordering(perms[int(np.argmin(costs))], name, ngroups, seconds, candidates)
 
 
 def _ufactors(value):
@@ -231,28 +245,29 @@ def _metis(xadj, adjncy, weights, seed, ufactor):
     return np.asarray(perm, dtype=np.int64)
 
 
-def _metis_orders(xadj, adjncy, weights, seed, ufactors, threads):
-    """One METIS permutation per ufactor: the first in this process, up to ``threads - 1``
-    others meanwhile in forked children (see :func:`order`), the rest after it. A child
-    that fails is redone here."""
-    import pymetis  # noqa: F401  (imported before the fork: the children only call it)
-
-    run = [lambda u=u: _metis(xadj, adjncy, weights, seed, u) for u in ufactors]
-    forked = {}
+def _cheapest_runs(run, ufactors, cost, children, min_cost):
+    """``run(u)`` for each ufactor and the ``cost`` of each result: the first run here
+    while up to ``children`` others run in forked processes (see :func:`order`). The
+    others count only if the first costs at least ``min_cost`` (then a child that
+    failed, or had no process, is run here); else the children are stopped."""
+    started = {}
     try:
-        if threads > 1 and sys.platform.startswith("linux"):
-            for i in range(1, min(threads, len(run))):
-                try:
-                    forked[i] = _start_child(run[i])
-                except OSError:  # no process to spare (limits, memory): run it here
-                    break
-        perms = []
-        for i, f in enumerate(run):
-            perm = forked.pop(i).wait() if i in forked else None
-            perms.append(perm if perm is not None and perm.size == xadj.size - 1 else f())
-        return perms
+        for i in range(1, min(children + 1, len(ufactors))):
+            try:
+                started[i] = _start_child(lambda u=ufactors[i]: run(u))
+            except OSError:  # no process to spare (limits, memory): run it here
+                break
+        perms = [run(ufactors[0])]
+        costs = [cost(perms[0])] if len(ufactors) > 1 else []
+        if not costs or costs[0] < min_cost:
+            return perms, costs
+        for i, u in enumerate(ufactors[1:], start=1):
+            perm = started.pop(i).wait() if i in started else None
+            perms.append(perm if perm is not None and perm.size == perms[0].size else run(u))
+            costs.append(cost(perms[-1]))
+        return perms, costs
     finally:
-        for child in forked.values():
+        for child in started.values():
             child.kill()
 
 

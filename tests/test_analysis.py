@@ -393,7 +393,7 @@ def test_metis_keeps_the_ufactor_with_the_fewest_flops():
     from pastixpy.ordering import METIS_UFACTORS
 
     A = laplacian((24, 24, 24))
-    an = pastixpy.analyze(A, ordering="metis", threads=1)
+    an = pastixpy.analyze(A, ordering=("metis", {"ufactor": METIS_UFACTORS}), threads=1)
     tried = an.stats["ordering_candidates"]
     assert [c["ufactor"] for c in tried] == list(METIS_UFACTORS)
     singles = {
@@ -414,14 +414,38 @@ def test_metis_keeps_the_ufactor_with_the_fewest_flops():
     assert an.stats["flops"] == min(s.stats["flops"] for s in singles.values())
 
 
+def test_default_second_metis_run_only_on_another_core_for_costly_orderings(monkeypatch):
+    from pastixpy import ordering
+
+    A = laplacian((20, 20, 20))
+    both = ("metis", {"ufactor": ordering.METIS_UFACTORS})
+    one = pastixpy.analyze(A, ordering="metis", threads=1)  # no core for a second run
+    assert one.stats["ordering_candidates"] == []
+    first = pastixpy.analyze(A, ordering=("metis", {"ufactor": ordering.METIS_UFACTORS[0]}))
+    assert np.array_equal(one.ordering.perm, first.ordering.perm)
+    # On two cores the second run starts, but a cheap first ordering does not wait for it.
+    cheap = pastixpy.analyze(A, ordering="metis", threads=2)
+    assert cheap.stats["ordering_candidates"] == []
+    assert np.array_equal(cheap.ordering.perm, first.ordering.perm)
+    monkeypatch.setattr(ordering, "METIS_SECOND_RUN_FLOPS", 0)
+    costly = pastixpy.analyze(A, ordering="metis", threads=2)
+    serial = pastixpy.analyze(A, ordering=both, threads=1)
+    assert costly.stats["ordering_candidates"] == serial.stats["ordering_candidates"]
+    assert np.array_equal(costly.ordering.perm, serial.ordering.perm)
+
+
 def test_metis_candidates_in_child_processes_match_the_serial_ones():
     A = laplacian((20, 20, 20))
     ufactor = ("ufactor", (100, 200, 400))
     serial = pastixpy.analyze(A, ordering=("metis", dict([ufactor])), threads=1)
+    assert len(serial.stats["ordering_candidates"]) == 3
     for threads in (2, 3):
         forked = pastixpy.analyze(A, ordering=("metis", dict([ufactor])), threads=threads)
         assert np.array_equal(forked.perm, serial.perm)
         assert forked.stats["ordering_candidates"] == serial.stats["ordering_candidates"]
+
+
+BOTH = ("metis", {"ufactor": (200, 400)})
 
 
 def test_a_failed_metis_child_is_redone_in_the_parent(monkeypatch):
@@ -437,16 +461,11 @@ def test_a_failed_metis_child_is_redone_in_the_parent(monkeypatch):
         return metis(*args)
 
     A = laplacian((16, 16, 16))
-    serial = pastixpy.analyze(A, ordering="metis", threads=1)
+    serial = pastixpy.analyze(A, ordering=BOTH, threads=1)
     monkeypatch.setattr(ordering, "_metis", fails_in_child)
-    forked = pastixpy.analyze(A, ordering="metis", threads=2)
+    forked = pastixpy.analyze(A, ordering=BOTH, threads=2)
     assert np.array_equal(forked.perm, serial.perm)
-
-
-@pytest.mark.parametrize("bad", [0, -5, 2.5, True, (), (200, "x"), "400"])
-def test_ufactor_must_be_positive_integers(bad):
-    with pytest.raises(pastixpy.OptionError, match="ufactor"):
-        pastixpy.analyze(laplacian((20, 20, 20)), ordering=("metis", {"ufactor": bad}))
+    assert forked.stats["ordering_candidates"] == serial.stats["ordering_candidates"]
 
 
 def test_metis_runs_here_when_no_process_can_be_forked(monkeypatch):
@@ -456,6 +475,12 @@ def test_metis_runs_here_when_no_process_can_be_forked(monkeypatch):
         raise OSError(11, "Resource temporarily unavailable")
 
     A = laplacian((16, 16, 16))
-    serial = pastixpy.analyze(A, ordering="metis", threads=1)
+    serial = pastixpy.analyze(A, ordering=BOTH, threads=1)
     monkeypatch.setattr(os, "fork", no_fork)
-    assert np.array_equal(pastixpy.analyze(A, ordering="metis", threads=2).perm, serial.perm)
+    assert np.array_equal(pastixpy.analyze(A, ordering=BOTH, threads=2).perm, serial.perm)
+
+
+@pytest.mark.parametrize("bad", [0, -5, 2.5, True, (), (200, "x"), "400"])
+def test_ufactor_must_be_positive_integers(bad):
+    with pytest.raises(pastixpy.OptionError, match="ufactor"):
+        pastixpy.analyze(laplacian((20, 20, 20)), ordering=("metis", {"ufactor": bad}))
