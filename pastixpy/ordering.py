@@ -50,10 +50,17 @@ AUTO_AMD_MAX = 5000
 METIS_UFACTORS = (200, 400)
 
 #: With the default ``ufactor``, the second METIS run starts alongside the first only
-#: when it can run on another core, and counts only if the first ordering's
-#: factorization takes at least this many flops (about 3 s on one core): below it,
-#: waiting for the other run costs more than 7-12% fewer flops save.
-METIS_SECOND_RUN_FLOPS = 1e11
+#: when it can run on another core and the graph has this many vertices (after
+#: compression). The two runs share the memory bus: the first takes 5-8% longer (60³,
+#: a 2D 1000² grid), which smaller graphs, quick to factor, do not win back.
+METIS_SECOND_RUN_MIN_VERTICES = 100_000
+
+#: ... and the second run counts only if the first ordering's factorization takes at
+#: least this many flops (about 8 s on two cores here); otherwise it is stopped.
+#: Waiting for it costs about a fifth of a METIS run (60³: 0.47 s), the 7-12% fewer
+#: flops it may bring save about as much on 60³ (206 GF), several times more on 80³
+#: (1,357 GF: 2.5 s of a 20 s factorization on two cores).
+METIS_SECOND_RUN_FLOPS = 5e11
 
 
 @dataclass(frozen=True)
@@ -140,8 +147,9 @@ def order(xadj, adjncy, ordering="auto", pairs=None, *, cost=None, threads=1):
         METIS (graphs of more than :data:`AUTO_AMD_MAX` vertices). METIS's
         ``ufactor`` is one balance tolerance or several, all run and the
         cheapest kept. By default, :data:`METIS_UFACTORS`: the second only
-        on another core, and kept in view only if the first ordering costs at
-        least :data:`METIS_SECOND_RUN_FLOPS`.
+        on another core, for graphs of :data:`METIS_SECOND_RUN_MIN_VERTICES`
+        or more, and kept in view only if the first ordering costs at least
+        :data:`METIS_SECOND_RUN_FLOPS`.
     pairs : (m, 2) int64 array, optional
         Vertices METIS and AMD order as one (2x2 pivots); see :func:`keep_pairs_adjacent`.
     cost : callable, optional
@@ -195,7 +203,8 @@ def order(xadj, adjncy, ordering="auto", pairs=None, *, cost=None, threads=1):
         )
     seed = int(kwargs.get("seed", 0))
     concurrent = threads > 1 and sys.platform.startswith("linux")
-    if cost is None or not (explicit or concurrent):
+    speculate = concurrent and ngroups >= METIS_SECOND_RUN_MIN_VERTICES
+    if cost is None or not (explicit or speculate):
         ufactors = ufactors[:1]
 
     def run(ufactor):

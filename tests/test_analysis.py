@@ -423,7 +423,12 @@ def test_default_second_metis_run_only_on_another_core_for_costly_orderings(monk
     assert one.stats["ordering_candidates"] == []
     first = pastixpy.analyze(A, ordering=("metis", {"ufactor": ordering.METIS_UFACTORS[0]}))
     assert np.array_equal(one.ordering.perm, first.ordering.perm)
-    # On two cores the second run starts, but a cheap first ordering does not wait for it.
+    # On two cores: not on a small graph; on a large one the second run starts, but a
+    # cheap first ordering does not wait for it.
+    small = pastixpy.analyze(A, ordering="metis", threads=2)
+    assert small.stats["ordering_candidates"] == []
+    assert np.array_equal(small.ordering.perm, first.ordering.perm)
+    monkeypatch.setattr(ordering, "METIS_SECOND_RUN_MIN_VERTICES", 0)
     cheap = pastixpy.analyze(A, ordering="metis", threads=2)
     assert cheap.stats["ordering_candidates"] == []
     assert np.array_equal(cheap.ordering.perm, first.ordering.perm)
