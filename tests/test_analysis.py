@@ -485,7 +485,7 @@ def test_metis_runs_here_when_no_process_can_be_forked(monkeypatch):
     assert np.array_equal(pastixpy.analyze(A, ordering=BOTH, threads=2).perm, serial.perm)
 
 
-@pytest.mark.parametrize("bad", [0, -5, 2.5, True, (), (200, "x"), "400"])
+@pytest.mark.parametrize("bad", [0, -5, 1000, 2.5, True, (), (200, "x"), (200, 5000), "400"])
 def test_ufactor_must_be_positive_integers(bad):
     with pytest.raises(pastixpy.OptionError, match="ufactor"):
         pastixpy.analyze(laplacian((20, 20, 20)), ordering=("metis", {"ufactor": bad}))
