@@ -236,7 +236,8 @@ def analyze(
         padding included), ``flops`` (LLᵀ), ``n_cblk``, ``n_blok``,
         ``tree_height`` (cblk tree), ``etree_height``, ``n_separators``,
         ``n_ordered`` (vertices after graph compression), ``ordering_candidates``
-        (each METIS run compared: its parameters and flops), ``amalgamation_zeros``,
+        (each METIS run compared: its parameters and the flops of its ordering,
+        before the reordering inside supernodes), ``amalgamation_zeros``,
         ``memory_bytes`` (factor storage of this kind in float64),
         ``memory_bytes_by_dtype`` and ``seconds`` (per step, and ``total``).
 
@@ -280,22 +281,24 @@ def analyze(
     together = None
     if pairs is not None:
         pairs = check_pairs(pairs, n, xadj, adjncy)
-    trees = {}  # the candidates' trees, by id of their permutation (kept alive here)
+    cheapest = {}  # the tree of the cheapest METIS candidate, reused if it is kept
 
     def flops(perm):
-        trees[id(perm)] = perm, elimination_tree(xadj, adjncy, perm)
-        return trees[id(perm)][1].flops
+        tree = elimination_tree(xadj, adjncy, perm)
+        if not cheapest or tree.flops < cheapest["tree"].flops:
+            cheapest.update(perm=perm, tree=tree)
+        return tree.flops
 
     threads = available_cores() if threads is None else threads
     ordered = order(xadj, adjncy, ordering, pairs, cost=flops, threads=threads)
     if pairs is not None:
         ordered = replace(ordered, perm=keep_pairs_adjacent(ordered.perm, pairs))
     lap("ordering")
-    if id(ordered.perm) in trees:
-        tree = trees[id(ordered.perm)][1]
+    if cheapest.get("perm") is ordered.perm:
+        tree = cheapest["tree"]
     else:
         tree = elimination_tree(xadj, adjncy, ordered.perm)
-    trees.clear()
+    cheapest.clear()
     if pairs is not None:
         together = _pair_seconds(tree.iperm, pairs)
     lap("etree")
