@@ -95,6 +95,7 @@ class Factorization:
         self.dtype = C.dtype
         self._options = options
         self._pattern = (C.indptr, C.indices)
+        self._factors = None
         self._setup(C, kind, analysis)
 
     # ------------------------------------------------------------------ numeric phase
@@ -159,6 +160,9 @@ class Factorization:
         if self._assembly is None:
             self._assembly = AssemblyMap.build(B, self.analysis.iperm, self._layout, self.kind)
         t1 = time.perf_counter()
+        # The previous factors go first: one factor in memory at a time, not two (a
+        # refactorization that fails leaves none, see :attr:`_live_factors`).
+        self._factors = None
         factors = factorize_numeric(
             B,
             self.analysis,
@@ -236,6 +240,17 @@ class Factorization:
         self._factor(self._C, self._prep, B)
         return True
 
+    @property
+    def _live_factors(self):
+        """The factors, or an error when the last refactorization failed and left none."""
+        if self._factors is None:
+            raise PastixError(
+                "this factorization holds no factors: its last refactorize() failed (the "
+                "previous factors were freed first). Call refactorize() with a matrix that "
+                "factors, or pastixpy.factorize() anew"
+            )
+        return self._factors
+
     def _perturbed_message(self):
         cols = self._perturbed_columns
         shown = ", ".join(map(str, np.asarray(cols)[:10].tolist()))
@@ -250,6 +265,10 @@ class Factorization:
 
         With ``kind="auto"``, a matrix that is no longer positive definite is
         refactored as LDLᵀ (LDLᴴ), with a new analysis when 2x2 pivots need one.
+
+        The previous factors are freed before the new ones are made, so that one
+        factor is in memory at a time. If the factorization fails (an error is
+        raised), none is left: solves raise until a refactorize succeeds.
 
         Returns
         -------
@@ -371,7 +390,7 @@ class Factorization:
         # Rows gathered into pivot order, row-major for the kernels, in one pass; X is
         # then the solution's only array (each n x k array is a page-fault bill).
         X = permuted_rows(c, perm)
-        self._factors.solve_inplace(X, "T" if trans == "T" and self.kind == "lu" else "N")
+        self._live_factors.solve_inplace(X, "T" if trans == "T" and self.kind == "lu" else "N")
         X = unpermute_rows(X, perm, self._iperm)
         if not scaled:
             return X
@@ -484,7 +503,7 @@ class Factorization:
         With perturbed pivots this is the determinant of the perturbed matrix
         (a warning says so).
         """
-        F, prep = self._factors, self._prep
+        F, prep = self._live_factors, self._prep
         d = F.diagonal()
         complex_ = np.iscomplexobj(d)
         if self.kind == "llt":
@@ -536,13 +555,13 @@ class Factorization:
         Defined for real symmetric and Hermitian factorizations. Perturbed pivots
         are counted as zero eigenvalues, with a warning that the split is unreliable.
         """
-        if self.kind == "lu" or (self.kind == "ldlt" and np.iscomplexobj(self._factors.L)):
+        if self.kind == "lu" or (self.kind == "ldlt" and np.iscomplexobj(self._live_factors.L)):
             raise PastixError(
                 f"inertia is defined for real symmetric or Hermitian matrices, not kind "
                 f"{self.kind!r} on {self.dtype}"
             )
         n = self.shape[0]
-        F = self._factors
+        F = self._live_factors
         if self.kind == "llt":
             return (n, 0, 0)
         d, one, two, det2 = _d_blocks(F)

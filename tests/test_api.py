@@ -187,6 +187,34 @@ def test_refactorize_spd_to_indefinite_falls_back_with_auto():
     G = pastixpy.factorize(A, kind="llt")
     with pytest.raises(pastixpy.NotPositiveDefiniteError, match="not positive definite"):
         G.refactorize(A2)
+    # The old factors were freed first: no stale answer for A, a clear error instead ...
+    for call in (lambda: G.solve(b), G.slogdet, G.inertia):
+        with pytest.raises(pastixpy.PastixError, match="last refactorize.. failed"):
+            call()
+    # ... until a refactorize succeeds.
+    G.refactorize(A)
+    assert_solution(A, G.solve(b), b, np.float64)
+
+
+def test_refactorize_holds_one_factor_at_a_time():
+    # numpy's allocations are traced: the peak of a refactorization is one factor
+    # (and its small work arrays), not the old factor plus the new one.
+    import tracemalloc
+
+    A = laplacian((16, 16, 16))
+    A2 = _new_values(A, 3)
+    tracemalloc.start()
+    try:
+        F = pastixpy.factorize(A, threads=1)
+        held, _ = tracemalloc.get_traced_memory()  # the factor and what F keeps
+        tracemalloc.reset_peak()
+        F.refactorize(A2)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    factor = F.stats["factor_bytes"]
+    # Above the factor: the assembly's copies of A's values and the pivots' arrays.
+    assert peak - held < 0.5 * factor, (peak - held, factor)
 
 
 def test_refactorize_pattern_mismatch():
