@@ -30,10 +30,9 @@ from .numeric import (
     factorize_numeric,
     permuted_rows,
     unpermute_rows,
-    unpermute_rows_inplace,
 )
 from .options import parse_option
-from .ordering import METIS_UFACTORS, ORDERINGS
+from .ordering import METIS_UFACTORS, ORDERINGS, inverse_permutation
 from .preprocess import check_structural_rank, preprocess
 from .refine import backward_error, refine
 
@@ -372,35 +371,41 @@ class Factorization:
             b2 = b2.astype(np.float64)
         return b2, vector
 
-    def _apply_inverse(self, R, trans):
-        """x = A⁻¹ R (or A⁻ᵀ, A⁻ᴴ) with the factors, no refinement. R: (n, k) in A's dtype."""
-        if trans == "H":
-            return np.conj(self._apply_inverse(np.conj(R), "T"))
-        if trans == "T" and self.kind in ("llt", "ldlh") and np.iscomplexobj(R):
-            return np.conj(self._apply_inverse(np.conj(R), "N"))  # Aᵀ = conj(A)
+    def _apply_inverse(self, R, trans, overwrite=False):
+        """x = A⁻¹ R (or A⁻ᵀ, A⁻ᴴ) with the factors, no refinement. R: (n, k) in A's dtype.
+
+        With ``overwrite``, x is written into R (a refinement's residual): the rows go
+        back to their order by a gather into an array already in memory, not into a
+        new one nor by following the permutation's cycles in place.
+        """
+        conj_op = trans == "H" or (
+            trans == "T" and self.kind in ("llt", "ldlh") and np.iscomplexobj(R)
+        )
+        if conj_op:  # Aᴴ = conj(Aᵀ), and Aᵀ = conj(A) for the Hermitian kinds
+            X = self._apply_inverse(np.conj(R), "T" if trans == "H" else "N", overwrite=True)
+            return np.conj(X, out=X)
         prep, perm = self._prep, self.analysis.perm
-        scaled = prep.scaled
         real = np.finfo(self.dtype).dtype  # keep single-precision solves single
         dr, dc = prep.dr.astype(real), prep.dc.astype(real)
+        # The row matching permutes the equations: it is read on the way in for A x = b,
+        # on the way out for Aᵀ x = b; the scalings likewise, D_r in and D_c out for A.
+        matched = perm if prep.row_perm is None else prep.row_perm[perm]
         if trans == "N":
-            c = permuted_rows(R, prep.row_perm) if prep.row_perm is not None else R
-            c = dr[:, None] * c if scaled else c
+            into, back, d_in, d_out = matched, perm, dr, dc
         else:
-            c = dc[:, None] * R if scaled else R
-        # Rows gathered into pivot order, row-major for the kernels, in one pass; X is
-        # then the solution's only array (each n x k array is a page-fault bill).
-        X = permuted_rows(c, perm)
+            into, back, d_in, d_out = perm, matched, dc, dr
+        # Rows gathered into pivot order, row-major for the kernels, in one pass, and
+        # scaled there: X is the solution's only array (each n x k array is a
+        # page-fault bill, and a pass over it). Then the same backwards.
+        X = permuted_rows(R, into)
+        if prep.scaled:
+            X *= d_in[perm][:, None]
         self._live_factors.solve_inplace(X, "T" if trans == "T" and self.kind == "lu" else "N")
-        X = unpermute_rows(X, perm, self._iperm)
-        if not scaled:
-            return X
-        if trans == "N":
-            X *= dc[:, None]
-            return X
-        X *= dr[:, None]
-        if prep.row_perm is not None:
-            unpermute_rows_inplace(X, prep.row_perm)
-        return X
+        if prep.scaled:
+            X *= d_out[perm][:, None]
+        out = R if overwrite and R.flags.c_contiguous and R.flags.writeable else None
+        inverse = self._iperm if back is perm else inverse_permutation(back)
+        return unpermute_rows(X, back, inverse, out=out)
 
     def _matvec(self, X, trans):
         C = self._C
@@ -429,7 +434,7 @@ class Factorization:
         tol = kw.get("tol", _default_tol(self.dtype))
         maxiter = kw.get("maxiter", 10)
         matvec = lambda X: self._matvec(X, trans)  # noqa: E731
-        solve = lambda R: self._apply_inverse(R, trans)  # noqa: E731
+        solve = lambda R: self._apply_inverse(R, trans, overwrite=True)  # noqa: E731
         rows = self._op_rows(trans)
         if method == "none":
             berr = backward_error(matvec, x, b, self._norm_a, rows)

@@ -474,12 +474,16 @@ def permuted_rows(a, index):
 GATHER_MAX_BYTES = 8 << 20
 
 
-def unpermute_rows(a, index, inverse):
+def unpermute_rows(a, index, inverse, out=None):
     """``a[index] = a`` for a row-major 2-D ``a``; ``inverse`` is ``index``'s inverse.
 
-    Returns a new array when ``a`` is small (see :data:`GATHER_MAX_BYTES`), else
-    ``a`` itself, un-permuted in place.
+    Returns ``out`` when given (a row-major array like ``a``, gathered into), else
+    a new array when ``a`` is small (see :data:`GATHER_MAX_BYTES`), else ``a``
+    itself, un-permuted in place.
     """
+    if out is not None and out.shape == a.shape and out.dtype == a.dtype:
+        _numeric.gather_rows(a, np.ascontiguousarray(inverse, dtype=np.int64), out)
+        return out
     if a.nbytes <= GATHER_MAX_BYTES:
         return permuted_rows(a, inverse)
     return unpermute_rows_inplace(a, index)

@@ -55,7 +55,8 @@ def refine(matvec, solve, b, x, norm_a, tol, maxiter=10, krylov="gmres", always=
     Parameters
     ----------
     matvec, solve : callable
-        ``matvec(X)`` = A X and ``solve(R)`` ≈ A⁻¹ R, on 2-D arrays.
+        ``matvec(X)`` = A X and ``solve(R)`` ≈ A⁻¹ R, on 2-D arrays; ``solve`` may
+        overwrite R (with its result: the residuals are not needed after).
     b, x : ndarray (n, k)
     norm_a : float
         ‖A‖∞.
@@ -84,15 +85,25 @@ def refine(matvec, solve, b, x, norm_a, tol, maxiter=10, krylov="gmres", always=
         active = berr > target
         if not active.any():
             break
-        x_new = x.copy()
-        x_new[:, active] = x[:, active] + solve(b[:, active] - matvec(x[:, active]))
-        berr_new = backward_error(matvec, x_new, b, norm_a, rows)
-        better = berr_new < berr
-        x[:, better] = x_new[:, better]
+        # All columns active (the usual case): slices, so that no n x k array is copied
+        # by fancy indexing; each one costs as much as a pass of the solve's kernels.
+        cols = slice(None) if active.all() else np.flatnonzero(active)
+        xa, ba = x[:, cols], b[:, cols]
+        r = matvec(xa)
+        np.subtract(ba, r, out=r)
+        x_new = solve(r)
+        x_new += xa
+        berr_new = backward_error(matvec, x_new, ba, norm_a, rows)
+        better = berr_new < berr[cols]
+        if better.all() and isinstance(cols, slice):
+            x = x_new
+        else:
+            kept = np.flatnonzero(active)[better]
+            x[:, kept] = x_new[:, better]
         steps += 1
-        progress = better & (berr_new <= 0.5 * berr)
-        berr = np.where(better, berr_new, berr)
-        if not (progress & active).any():
+        progress = better & (berr_new <= 0.5 * berr[cols])
+        berr[cols] = np.where(better, berr_new, berr[cols])
+        if not progress.any():
             break
     if krylov is not None and (berr > tol).any():
         x, berr, its = _krylov(matvec, solve, b, x, norm_a, tol, berr, maxiter * 10, krylov, rows)
@@ -105,7 +116,10 @@ def _krylov(matvec, solve, b, x, norm_a, tol, berr, maxiter, method, rows):
     n = b.shape[0]
     dtype = x.dtype
     A = sla.LinearOperator((n, n), matvec=lambda v: matvec(v.reshape(n, 1)).ravel(), dtype=dtype)
-    M = sla.LinearOperator((n, n), matvec=lambda v: solve(v.reshape(n, 1)).ravel(), dtype=dtype)
+    # solve() may overwrite its argument: the Krylov method's own vector is copied.
+    M = sla.LinearOperator(
+        (n, n), matvec=lambda v: solve(v.reshape(n, 1).copy()).ravel(), dtype=dtype
+    )
     iterations = 0
     for j in np.flatnonzero(berr > tol):
         count = [0]
