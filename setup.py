@@ -6,11 +6,13 @@ and turn Cython's bounds checks off; ``PASTIXPY_DEBUG=1`` turns them on.
 """
 
 import os
+import tempfile
 from pathlib import Path
 
 import numpy as np
 from Cython.Build import cythonize
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 DEBUG = os.environ.get("PASTIXPY_DEBUG", "0") not in ("", "0")
 
@@ -39,7 +41,36 @@ extensions = [
     if Path(src).exists()
 ]
 
+#: Compiler flags used where the compiler takes them. ``-fcx-fortran-rules``: complex
+#: products inline, by the textbook formula (as Fortran and LAPACK compute them),
+#: instead of a libgcc call per product that recovers infinities from NaN parts, which
+#: inputs checked finite never need; division keeps its range reduction. Complex
+#: LDLᵀ on a 2D Helmholtz problem: factorization 0.7 -> 0.5 s, solves 1.6x faster.
+OPTIONAL_FLAGS = [] if DEBUG else ["-fcx-fortran-rules"]
+
+
+class BuildExt(build_ext):
+    """build_ext adding the :data:`OPTIONAL_FLAGS` this compiler accepts."""
+
+    def build_extensions(self):
+        flags = [flag for flag in OPTIONAL_FLAGS if self._accepts(flag)]
+        for ext in self.extensions:
+            ext.extra_compile_args = list(ext.extra_compile_args) + flags
+        super().build_extensions()
+
+    def _accepts(self, flag):
+        with tempfile.TemporaryDirectory() as tmp:
+            src = Path(tmp) / "flag.c"
+            src.write_text("int main(void) { return 0; }\n")
+            try:
+                self.compiler.compile([str(src)], output_dir=tmp, extra_postargs=[flag])
+            except Exception:  # CompileError, or a compiler that rejects it otherwise
+                return False
+        return True
+
+
 setup(
+    cmdclass={"build_ext": BuildExt},
     ext_modules=cythonize(
         extensions,
         language_level=3,
@@ -50,5 +81,5 @@ setup(
             "cdivision": not DEBUG,
         },
         build_dir="build/cython-debug" if DEBUG else "build/cython",
-    )
+    ),
 )
