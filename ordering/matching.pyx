@@ -443,3 +443,87 @@ def max_product_matching(indptr, indices, data, Py_ssize_t n, bint use_zeros=Fal
             f"{nfree} of {n} columns stay unmatched in a maximum matching"
         )
     return row_a, u_a, v_a
+
+
+# ---------------------------------------------------------------- structural rank (MC21)
+
+
+def maximum_matching_size(indptr, indices, Py_ssize_t n):
+    """Size of a maximum matching of columns to rows: the structural rank of A.
+
+    Duff's MC21 (ACM TOMS 7(3), 1981): each column takes a free row of its own if
+    it has one (a cheap look-ahead that resumes where the last one stopped), else
+    a depth-first search for an augmenting path through matched rows, each row
+    visited once per search. Values play no part.
+
+    Parameters
+    ----------
+    indptr, indices : ndarray of int32 or int64
+        CSC pattern of an n x n matrix (row indices in range, duplicates harmless).
+    n : int
+
+    Returns
+    -------
+    int
+        n when A has a zero-free diagonal under some row permutation.
+    """
+    cdef cnp.ndarray ip_a = np.ascontiguousarray(indptr, dtype=np.int64).ravel()
+    cdef cnp.ndarray ix_a = np.ascontiguousarray(indices, dtype=np.int64).ravel()
+    if n < 0 or ip_a.shape[0] != n + 1:
+        raise ValueError(f"indptr must have length n + 1 = {n + 1}, got {ip_a.shape[0]}")
+    if ip_a[0] != 0 or np.any(np.diff(ip_a) < 0) or ip_a[n] > ix_a.shape[0]:
+        raise ValueError("indptr must start at 0, be non-decreasing and fit in indices")
+    if ip_a[n] and (ix_a[: ip_a[n]].min() < 0 or ix_a[: ip_a[n]].max() >= n):
+        raise ValueError("indices out of range [0, n)")
+    if n == 0:
+        return 0
+    cdef i64[::1] ap = ip_a, ai = ix_a
+    cdef i64[::1] col_of_row = np.full(n, NONE, dtype=np.int64)
+    # Rows once matched stay matched, so each column's look-ahead resumes where it stopped.
+    cdef i64[::1] lookahead = ip_a[:n].copy()
+    cdef i64[::1] next_entry = np.empty(n, dtype=np.int64)  # DFS: next entry per column
+    cdef i64[::1] path = np.empty(n, dtype=np.int64)  # DFS: the columns on the path
+    cdef i64[::1] via = np.empty(n, dtype=np.int64)  # via[k]: row leading to path[k]
+    cdef i64[::1] seen = np.full(n, NONE, dtype=np.int64)  # row -> last search through it
+    cdef i64 j, c, p, i, free_row, depth, size = 0
+    with nogil:
+        for j in range(n):
+            path[0] = j
+            next_entry[j] = ap[j]
+            depth = 0
+            free_row = NONE
+            while depth >= 0:
+                c = path[depth]
+                p = lookahead[c]
+                while p < ap[c + 1] and col_of_row[ai[p]] != NONE:
+                    p += 1
+                lookahead[c] = p
+                if p < ap[c + 1]:
+                    free_row = ai[p]
+                    break
+                # Every row of c is matched: go on through one not seen in this search.
+                i = NONE
+                while next_entry[c] < ap[c + 1]:
+                    p = next_entry[c]
+                    next_entry[c] += 1
+                    if seen[ai[p]] != j:
+                        i = ai[p]
+                        break
+                if i == NONE:
+                    depth -= 1  # a dead end: back up
+                    continue
+                seen[i] = j
+                depth += 1
+                path[depth] = col_of_row[i]
+                via[depth] = i
+                next_entry[path[depth]] = ap[path[depth]]
+            if free_row == NONE:
+                continue  # column j stays unmatched
+            # Augment: the last column takes the free row, each one before it the row
+            # that led from it to the next.
+            col_of_row[free_row] = path[depth]
+            while depth > 0:
+                col_of_row[via[depth]] = path[depth - 1]
+                depth -= 1
+            size += 1
+    return size

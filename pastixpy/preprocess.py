@@ -14,6 +14,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import maximum_bipartite_matching
 
 from ._matching import max_product_matching as _mc64_matching
+from ._matching import maximum_matching_size
 from .errors import SingularMatrixError
 
 
@@ -68,6 +69,11 @@ def check_structural_rank(A):
     cols = np.repeat(np.arange(A.shape[1]), np.diff(A.indptr))
     if np.count_nonzero(rows == cols) == A.shape[0]:
         return  # a full stored diagonal (canonical: one per column) is a perfect matching
+    # MC21's depth-first search: 8 ms on bayer10, where scipy's Hopcroft-Karp takes
+    # 0.2 s; over the shared matrices without a full diagonal, 40 ms against 225.
+    if maximum_matching_size(A.indptr, A.indices, A.shape[0]) == A.shape[0]:
+        return
+    # Structurally singular: scipy's maximum matching names the columns left out.
     match = maximum_bipartite_matching(sp.csr_array(A), perm_type="row")
     unmatched = np.flatnonzero(match < 0)
     if unmatched.size:

@@ -427,3 +427,40 @@ def test_shared_matrices(name):
     B = abs(P.apply(A))
     np.testing.assert_allclose(B.diagonal(), 1.0, rtol=0, atol=1e-12)
     assert B.max() <= 1 + 1e-12
+
+
+# ---------------------------------------------------------------------------- structural rank
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    n=st.integers(0, 50),
+    density=st.floats(0.0, 0.3),
+    diagonal=st.floats(0.0, 1.0),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_maximum_matching_size_is_the_structural_rank(n, density, diagonal, seed):
+    """MC21 against scipy's Hopcroft-Karp, on patterns from empty to nearly full rank."""
+    from scipy.sparse.csgraph import structural_rank
+
+    from pastixpy._matching import maximum_matching_size
+
+    rng = np.random.default_rng(seed)
+    A = sp.random_array((n, n), density=density, rng=rng, format="csc")
+    A = sp.csc_array(A + sp.diags_array((rng.random(n) < diagonal).astype(float)))
+    expect = structural_rank(sp.csr_matrix(A)) if n else 0
+    assert maximum_matching_size(A.indptr, A.indices, n) == expect
+    # Column order changes the searches, not the size.
+    order = rng.permutation(n)
+    B = sp.csc_array(A[:, order])
+    assert maximum_matching_size(B.indptr, B.indices, n) == expect
+
+
+def test_maximum_matching_size_checks_its_input():
+    from pastixpy._matching import maximum_matching_size
+
+    with pytest.raises(ValueError, match="length n"):
+        maximum_matching_size(np.array([0, 1]), np.array([0]), 2)
+    with pytest.raises(ValueError, match="out of range"):
+        maximum_matching_size(np.array([0, 1, 2]), np.array([0, 2]), 2)
+    assert maximum_matching_size(np.array([0]), np.array([], dtype=np.int64), 0) == 0
