@@ -1,4 +1,5 @@
-# Graph kernels of the ordering engine: the symmetric adjacency of A + Aᵀ and graph compression.
+# Graph kernels of the ordering engine: the symmetric adjacency of A + Aᵀ, graph compression
+# and breadth-first search.
 # cython: language_level=3
 
 import numpy as np
@@ -208,3 +209,38 @@ def quotient_adjacency(idx_t ngroups, const idx_t[::1] xadj, const idx_t[::1] ad
                               &out[qxadj[g]])
             qsort(&out[qxadj[g]], qxadj[g + 1] - qxadj[g], sizeof(idx_t), _cmp_idx)
     return qxadj, qadj
+
+
+def farthest_vertex(idx_t n, const idx_t[::1] xadj, const idx_t[::1] adjncy, idx_t source):
+    """Breadth-first search from ``source``: a vertex farthest from it, and its distance.
+
+    Only ``source``'s connected component is searched; two searches (the second from
+    the first's answer) give a pseudo-diameter of it.
+    """
+    if not 0 <= source < n or xadj.shape[0] != n + 1 or xadj[n] > adjncy.shape[0]:
+        raise ValueError("farthest_vertex: source out of range or xadj does not fit adjncy")
+    cdef cnp.ndarray[idx_t, ndim=1] level_a = np.full(n, -1, dtype=np.int64)
+    cdef cnp.ndarray[idx_t, ndim=1] queue_a = np.empty(n, dtype=np.int64)
+    cdef idx_t[::1] level = level_a, queue = queue_a
+    cdef idx_t head = 0, tail = 1, v, u, p, bad = -1
+    queue[0] = source
+    level[source] = 0
+    with nogil:
+        while head < tail:
+            v = queue[head]
+            head += 1
+            for p in range(xadj[v], xadj[v + 1]):
+                u = adjncy[p]
+                if u < 0 or u >= n:
+                    bad = v
+                    break
+                if level[u] < 0:
+                    level[u] = level[v] + 1
+                    queue[tail] = u
+                    tail += 1
+            if bad >= 0:
+                break
+    if bad >= 0:
+        raise ValueError(f"farthest_vertex: vertex {bad} has a neighbour out of range")
+    v = queue[tail - 1]
+    return int(v), int(level[v])

@@ -22,7 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components, reverse_cuthill_mckee
 
-from ._graph import indistinguishable_groups, quotient_adjacency
+from ._graph import farthest_vertex, indistinguishable_groups, quotient_adjacency
 from .errors import InvalidInputError, OptionError
 from .options import parse_option
 
@@ -50,9 +50,12 @@ AUTO_AMD_MAX = 5000
 METIS_UFACTORS = (200, 400)
 
 #: With the default ``ufactor``, the second METIS run starts alongside the first only
-#: when it can run on another core and the graph has this many vertices (after
-#: compression). The two runs share the memory bus: the first takes 5-8% longer (60³,
-#: a 2D 1000² grid), which smaller graphs, quick to factor, do not win back.
+#: when it can run on another core, the graph has this many vertices (after
+#: compression) and its factorization is forecast (:func:`forecast_flops`) to take at
+#: least half of :data:`METIS_SECOND_RUN_FLOPS`. The two runs share the memory bus:
+#: the first takes 5-8% longer (60³, a 2D 1000² grid, a 2D Helmholtz 500² problem:
+#: its ordering 1.44 s at one thread, 1.69 s at two), which graphs quick to factor do
+#: not win back.
 METIS_SECOND_RUN_MIN_VERTICES = 100_000
 
 #: ... and the second run counts only if the first ordering's factorization takes at
@@ -148,8 +151,8 @@ def order(xadj, adjncy, ordering="auto", pairs=None, *, cost=None, threads=1):
         ``ufactor`` is one balance tolerance or several, all run and the
         cheapest kept. By default, :data:`METIS_UFACTORS`: the second only
         on another core, for graphs of :data:`METIS_SECOND_RUN_MIN_VERTICES`
-        or more, and kept in view only if the first ordering costs at least
-        :data:`METIS_SECOND_RUN_FLOPS`.
+        or more whose factorization is forecast to be long, and kept in view
+        only if the first ordering costs at least :data:`METIS_SECOND_RUN_FLOPS`.
     pairs : (m, 2) int64 array, optional
         Vertices METIS and AMD order as one (2x2 pivots); see :func:`keep_pairs_adjacent`.
     cost : callable, optional
@@ -203,7 +206,11 @@ def order(xadj, adjncy, ordering="auto", pairs=None, *, cost=None, threads=1):
         )
     seed = int(kwargs.get("seed", 0))
     concurrent = threads > 1 and sys.platform.startswith("linux")
-    speculate = concurrent and ngroups >= METIS_SECOND_RUN_MIN_VERTICES
+    speculate = (
+        concurrent
+        and ngroups >= METIS_SECOND_RUN_MIN_VERTICES
+        and forecast_flops(qxadj, qadjncy, n) >= METIS_SECOND_RUN_FLOPS / 2
+    )
     if cost is None or not (explicit or speculate):
         ufactors = ufactors[:1]
 
@@ -223,6 +230,30 @@ def order(xadj, adjncy, ordering="auto", pairs=None, *, cost=None, threads=1):
         ({"seed": seed, "ufactor": u}, c) for u, c in zip(ufactors, costs, strict=True)
     )
     return Ordering(perms[int(np.argmin(costs))], name, ngroups, seconds, candidates)
+
+
+#: Nested dissection's factorization flops over (n / D)³ on meshes of n vertices and
+#: (pseudo-)diameter D, whose separators have about n / D vertices: 101-135 on 2D and
+#: 3D Laplacians (1000², 60³ to 80³, a 200 x 200 x 8 slab) and 2D Helmholtz 500²; 350 on
+#: a 20 x 20 x 400 channel, 51 on a random graph, 6 on 3D elasticity (27 neighbours).
+ND_FLOPS_PER_CUBE = 100
+
+
+def forecast_flops(xadj, adjncy, n):
+    """A forecast of nested dissection's flops on a mesh-like graph, before ordering it:
+    :data:`ND_FLOPS_PER_CUBE` (n / D)³ for ``n`` unknowns (the graph may be a quotient
+    graph) and the graph's pseudo-diameter D (two breadth-first searches, from vertex 0
+    and from the farthest vertex found; tens of milliseconds on 10⁶ vertices).
+
+    Accurate within about 3x on meshes; above the flops of graphs with more neighbours
+    or fewer hops (elasticity, random graphs: no harm where it only starts a run).
+    """
+    nv = xadj.shape[0] - 1
+    if nv == 0:
+        return 0.0
+    far, _ = farthest_vertex(nv, xadj, adjncy, 0)
+    _, diameter = farthest_vertex(nv, xadj, adjncy, far)
+    return ND_FLOPS_PER_CUBE * (n / max(diameter, 1)) ** 3
 
 
 #: Largest ``ufactor`` accepted: from 1000 on (a part twice the other) METIS's nested

@@ -439,6 +439,76 @@ def test_default_second_metis_run_only_on_another_core_for_costly_orderings(monk
     assert np.array_equal(costly.ordering.perm, serial.ordering.perm)
 
 
+def test_farthest_vertex_is_a_breadth_first_search():
+    from pastixpy._graph import farthest_vertex
+
+    # A 2D grid: from a corner, the opposite corner at distance (nx - 1) + (ny - 1);
+    # from the centre of a path, an end at half its length.
+    G = laplacian((7, 5))
+    xadj, adjncy = _adjacency(G)
+    assert farthest_vertex(35, xadj, adjncy, 0) == (34, 10)
+    P = laplacian((9,))
+    xadj, adjncy = _adjacency(P)
+    far, dist = farthest_vertex(9, xadj, adjncy, 4)
+    assert far in (0, 8) and dist == 4
+    # Only the source's component: two paths side by side.
+    xadj, adjncy = _adjacency(sp.block_diag([P, laplacian((3,))], format="csc"))
+    assert farthest_vertex(12, xadj, adjncy, 10) in ((9, 1), (11, 1))
+    with pytest.raises(ValueError, match="source"):
+        farthest_vertex(12, xadj, adjncy, 12)
+    bad = adjncy.copy()
+    bad[0] = 99
+    with pytest.raises(ValueError, match="out of range"):
+        farthest_vertex(12, xadj, bad, 0)
+
+
+def test_flops_forecast_follows_the_mesh_dimension():
+    from pastixpy.ordering import forecast_flops
+
+    def forecast(A):
+        return forecast_flops(*_adjacency(A), A.shape[0])
+
+    flat, cube = laplacian((64, 64)), laplacian((16, 16, 16))  # 4096 vertices each
+    assert forecast(cube) > 20 * forecast(flat)
+    # Within a few times of the flops of the ordering METIS finds.
+    for A in (laplacian((200, 200)), laplacian((30, 30, 30))):
+        flops = pastixpy.analyze(A, ordering="metis", threads=1).stats["flops"]
+        assert flops / 3 < forecast(A) < 3 * flops
+    assert forecast_flops(np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), 0) == 0
+
+
+def test_second_metis_run_starts_only_for_a_long_forecast(monkeypatch):
+    from pastixpy import ordering
+
+    started = []
+    start_child = ordering._start_child
+
+    def recording(work):
+        started.append(True)
+        return start_child(work)
+
+    monkeypatch.setattr(ordering, "_start_child", recording)
+    monkeypatch.setattr(ordering, "METIS_SECOND_RUN_MIN_VERTICES", 0)
+    A = laplacian((40, 40))
+    forecast = ordering.forecast_flops(*_adjacency(A), A.shape[0])
+    monkeypatch.setattr(ordering, "METIS_SECOND_RUN_FLOPS", 2.1 * forecast)
+    pastixpy.analyze(A, ordering="metis", threads=2)
+    assert started == []
+    monkeypatch.setattr(ordering, "METIS_SECOND_RUN_FLOPS", 1.9 * forecast)
+    pastixpy.analyze(A, ordering="metis", threads=2)
+    assert started == [True]
+
+
+def _adjacency(A):
+    """The int64 adjacency of A + Aᵀ without the diagonal, as the ordering gets it."""
+    from pastixpy._graph import symmetric_adjacency
+
+    C = sp.csc_array(A)
+    C.sort_indices()
+    n = C.shape[0]
+    return symmetric_adjacency(n, C.indptr.astype(np.int64), C.indices.astype(np.int64))
+
+
 def test_metis_candidates_in_child_processes_match_the_serial_ones():
     A = laplacian((20, 20, 20))
     ufactor = ("ufactor", (100, 200, 400))
