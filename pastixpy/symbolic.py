@@ -296,12 +296,13 @@ def reorder_supernodes(xadj, adjncy, tree, fcol, together=None):
     new[1:] = (owner[1:] != owner[:-1]) | (f[1:] != f[:-1])
     start = np.flatnonzero(new)
     size = np.diff(np.append(start, u.size))
-    # Sets in order of decreasing size, then by cblk (deterministic).
-    rank = np.empty(start.size, dtype=np.int64)
-    rank[np.lexsort((owner[start], -size))] = np.arange(start.size, dtype=np.int64)
-    elems = u[np.argsort(np.repeat(rank, size), kind="stable")]
+    # Sets in order of decreasing size, then by cblk (deterministic): their runs of
+    # ``u`` laid end to end in that order, by one gather.
+    by_rank = np.lexsort((owner[start], -size))
     setptr = np.zeros(start.size + 1, dtype=np.int64)
-    np.cumsum(size[np.argsort(rank)], out=setptr[1:])
+    np.cumsum(size[by_rank], out=setptr[1:])
+    shift = start[by_rank] - setptr[:-1]  # where each set's run starts in u, less its new start
+    elems = u[np.arange(u.size, dtype=np.int64) + np.repeat(shift, size[by_rank])]
     # Refine over the units, whose classes are their supernodes, then expand pairs.
     units = np.flatnonzero(unit == np.arange(n))
     index = np.full(n, -1, dtype=np.int64)
