@@ -208,6 +208,8 @@ def order(xadj, adjncy, ordering="auto", pairs=None, *, cost=None, threads=1):
     concurrent = threads > 1 and sys.platform.startswith("linux")
     speculate = (
         concurrent
+        and cost is not None
+        and not explicit
         and ngroups >= METIS_SECOND_RUN_MIN_VERTICES
         and forecast_flops(qxadj, qadjncy, n) >= METIS_SECOND_RUN_FLOPS / 2
     )
@@ -248,6 +250,8 @@ def forecast_flops(xadj, adjncy, n):
     Accurate within about 3x on meshes; above the flops of graphs with more neighbours
     or fewer hops (elasticity, random graphs: no harm where it only starts a run).
     """
+    xadj = np.ascontiguousarray(xadj, dtype=np.int64)
+    adjncy = np.ascontiguousarray(adjncy, dtype=np.int64)
     nv = xadj.shape[0] - 1
     if nv == 0:
         return 0.0
