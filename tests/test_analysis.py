@@ -475,6 +475,9 @@ def test_flops_forecast_follows_the_mesh_dimension():
         flops = pastixpy.analyze(A, ordering="metis", threads=1).stats["flops"]
         assert flops / 3 < forecast(A) < 3 * flops
     assert forecast_flops(np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), 0) == 0
+    xadj, adjncy = _adjacency(flat)
+    narrow = forecast_flops(xadj.astype(np.int32), adjncy.astype(np.int32), flat.shape[0])
+    assert narrow == forecast(flat)
 
 
 def test_second_metis_run_starts_only_for_a_long_forecast(monkeypatch):
