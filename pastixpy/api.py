@@ -176,7 +176,7 @@ class Factorization:
         self._C = C
         self._prep = prep
         self._factors = factors
-        self._iperm = self.analysis.iperm
+        self._gathers = _pivot_order_gathers(prep, self.analysis, self.dtype)
         self._norm_a = norm_a
         self._pivot_tol = pivot_tol
         perturbed = np.flatnonzero(factors.perturbed)
@@ -384,27 +384,17 @@ class Factorization:
         if conj_op:  # Aᴴ = conj(Aᵀ), and Aᵀ = conj(A) for the Hermitian kinds
             X = self._apply_inverse(np.conj(R), "T" if trans == "H" else "N", overwrite=True)
             return np.conj(X, out=X)
-        prep, perm = self._prep, self.analysis.perm
-        real = np.finfo(self.dtype).dtype  # keep single-precision solves single
-        dr, dc = prep.dr.astype(real), prep.dc.astype(real)
-        # The row matching permutes the equations: it is read on the way in for A x = b,
-        # on the way out for Aᵀ x = b; the scalings likewise, D_r in and D_c out for A.
-        matched = perm if prep.row_perm is None else prep.row_perm[perm]
-        if trans == "N":
-            into, back, d_in, d_out = matched, perm, dr, dc
-        else:
-            into, back, d_in, d_out = perm, matched, dc, dr
+        into, back, inverse, d_in, d_out = self._gathers["N" if trans == "N" else "T"]
         # Rows gathered into pivot order, row-major for the kernels, in one pass, and
         # scaled there: X is the solution's only array (each n x k array is a
         # page-fault bill, and a pass over it). Then the same backwards.
         X = permuted_rows(R, into)
-        if prep.scaled:
-            X *= d_in[perm][:, None]
+        if d_in is not None:
+            X *= d_in
         self._live_factors.solve_inplace(X, "T" if trans == "T" and self.kind == "lu" else "N")
-        if prep.scaled:
-            X *= d_out[perm][:, None]
+        if d_out is not None:
+            X *= d_out
         out = R if overwrite and R.flags.c_contiguous and R.flags.writeable else None
-        inverse = self._iperm if back is perm else inverse_permutation(back)
         return unpermute_rows(X, back, inverse, out=out)
 
     def _matvec(self, X, trans):
@@ -593,6 +583,27 @@ class Factorization:
             f"<Factorization {self.shape[0]}x{self.shape[1]} {self.dtype} kind={self.kind} "
             f"entries={s['factor_entries']} perturbed={s['perturbed_pivots']}>"
         )
+
+
+def _pivot_order_gathers(prep, analysis, dtype):
+    """What a solve gathers its rows by, per op (``"N"``, and ``"T"`` for Aᵀ and Aᴴ):
+    ``(into, back, back's inverse, D_in, D_out)``, the scalings as columns in pivot
+    order (None when A is not scaled). Made once per factorization.
+
+    The row matching permutes the equations: it is read on the way in for A x = b, on
+    the way out for Aᵀ x = b; the scalings likewise, D_r in and D_c out for A.
+    """
+    perm, iperm = analysis.perm, analysis.iperm
+    if prep.row_perm is None:
+        matched, imatched = perm, iperm
+    else:
+        matched = prep.row_perm[perm]
+        imatched = inverse_permutation(matched)
+    dr = dc = None
+    if prep.scaled:
+        real = np.finfo(dtype).dtype  # keep single-precision solves single
+        dr, dc = (d.astype(real)[perm][:, None] for d in (prep.dr, prep.dc))
+    return {"N": (matched, perm, iperm, dr, dc), "T": (perm, matched, imatched, dc, dr)}
 
 
 def _d_blocks(F):
