@@ -467,24 +467,27 @@ def permuted_rows(a, index):
     return out
 
 
-#: Up to this size, un-permuting the solution gathers it into a new array: the
-#: gather's loads are independent, while following the permutation's cycles in
-#: place waits on one load after another (216,000 rows, one right-hand side:
-#: 1.0 ms against 4.4 ms). Above it, a new array's page faults cost more.
-GATHER_MAX_BYTES = 8 << 20
+#: Un-permuting the solution gathers it into a new array when its rows take at most
+#: this many bytes (one right-hand side): the gather's loads are independent, while
+#: following the permutation's cycles in place waits on one load after another
+#: (216,000 rows, one right-hand side: 1.0 ms against 4.4 ms). Wider rows go in
+#: place: the walk costs about the same per row, a new array's fresh pages cost per
+#: byte (40³ Laplacian, 16 right-hand sides, first solve of a fresh process: a new
+#: array's 8 MB made it 15 ms slower, of 105 ms).
+GATHER_MAX_ROW_BYTES = 16
 
 
 def unpermute_rows(a, index, inverse, out=None):
     """``a[index] = a`` for a row-major 2-D ``a``; ``inverse`` is ``index``'s inverse.
 
     Returns ``out`` when given (a row-major array like ``a``, gathered into), else
-    a new array when ``a`` is small (see :data:`GATHER_MAX_BYTES`), else ``a``
-    itself, un-permuted in place.
+    a new array when ``a``'s rows are narrow (see :data:`GATHER_MAX_ROW_BYTES`),
+    else ``a`` itself, un-permuted in place.
     """
     if out is not None and out.shape == a.shape and out.dtype == a.dtype:
         _numeric.gather_rows(a, np.ascontiguousarray(inverse, dtype=np.int64), out)
         return out
-    if a.nbytes <= GATHER_MAX_BYTES:
+    if a.shape[1] * a.itemsize <= GATHER_MAX_ROW_BYTES:
         return permuted_rows(a, inverse)
     return unpermute_rows_inplace(a, index)
 

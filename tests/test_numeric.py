@@ -871,10 +871,10 @@ def test_permuted_rows_match_numpy(n, k, dtype, seed):
     inplace = a.copy()
     assert unpermute_rows_inplace(inplace, p) is inplace
     np.testing.assert_array_equal(inplace, back)
-    # Both ways of unpermute_rows: a gather into a new array (small), in place (large).
+    # Both ways of unpermute_rows: a gather into a new array (narrow rows), in place.
     inverse = np.argsort(p)
     np.testing.assert_array_equal(unpermute_rows(a.copy(), p, inverse), back)
-    with patch("pastixpy.numeric.GATHER_MAX_BYTES", 0):
+    with patch("pastixpy.numeric.GATHER_MAX_ROW_BYTES", 0):
         big = a.copy()
         assert unpermute_rows(big, p, inverse) is big
         np.testing.assert_array_equal(big, back)
