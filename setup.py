@@ -31,7 +31,8 @@ extensions = [
     Extension(
         name,
         [src],
-        include_dirs=[np.get_include()],
+        include_dirs=[np.get_include(), "csrc"],
+        depends=[str(path) for path in Path("csrc").glob("*.h")],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
         extra_compile_args=(["-O0", "-g"] if DEBUG else ["-O3"])
         + (["-fopenmp"] if name in OPENMP else []),

@@ -1301,12 +1301,93 @@ cdef inline void permute_rows(scalar* X, int nrhs, idx_t fc, int w, const idx_t*
                 X[lperm[fc + i] * nrhs + r] = tmp[i * nrhs + r]
 
 
+# With several right-hand sides, a cblk at most this many columns wide is solved by the
+# loops of rows.h on X's rows, in place (most cblks of a nested-dissection tree are that
+# narrow); wider ones by trsm and gemm on a work product.
+cdef enum:
+    SMALL_MULTI_WIDTH = 16
+
+
+cdef extern from "rows.h" nogil:
+    void rows_gemm_n_s(int h, int w, int nrhs, const float* a, int lda, const float* x,
+                       float* dst)
+    void rows_gemm_n_d(int h, int w, int nrhs, const double* a, int lda, const double* x,
+                       double* dst)
+    void rows_gemm_n_c(int h, int w, int nrhs, const cfloat* a, int lda, const cfloat* x,
+                       cfloat* dst)
+    void rows_gemm_n_z(int h, int w, int nrhs, const cdouble* a, int lda, const cdouble* x,
+                       cdouble* dst)
+    void rows_gemm_t_s(int h, int w, int nrhs, const float* a, int lda, const float* src,
+                       float* x)
+    void rows_gemm_t_d(int h, int w, int nrhs, const double* a, int lda, const double* src,
+                       double* x)
+    void rows_gemm_t_c(int h, int w, int nrhs, const cfloat* a, int lda, const cfloat* src,
+                       cfloat* x)
+    void rows_gemm_t_z(int h, int w, int nrhs, const cdouble* a, int lda, const cdouble* src,
+                       cdouble* x)
+    void rows_trsm_s(char uplo, char ta, char diag, int w, int nrhs, const float* a, int lda,
+                     float* x)
+    void rows_trsm_d(char uplo, char ta, char diag, int w, int nrhs, const double* a, int lda,
+                     double* x)
+    void rows_trsm_c(char uplo, char ta, char diag, int w, int nrhs, const cfloat* a, int lda,
+                     cfloat* x)
+    void rows_trsm_z(char uplo, char ta, char diag, int w, int nrhs, const cdouble* a, int lda,
+                     cdouble* x)
+    void pastixpy_detect_cpu()
+    int pastixpy_panel_tdot_d(int h, int w, int nrhs, const double* a, int lda,
+                              const double* src, double* x)
+
+
+pastixpy_detect_cpu()
+
+
+cdef inline void rows_gemm_n(int h, int w, int nrhs, const scalar* a, int lda, const scalar* x,
+                             scalar* dst) noexcept nogil:
+    """dst[i, :] -= Σ_j a(i, j) x[j, :] (i < h, j < w; rows of nrhs, dst's stacked)."""
+    if scalar is float:
+        rows_gemm_n_s(h, w, nrhs, a, lda, x, dst)
+    elif scalar is double:
+        rows_gemm_n_d(h, w, nrhs, a, lda, x, dst)
+    elif scalar is cfloat:
+        rows_gemm_n_c(h, w, nrhs, a, lda, x, dst)
+    else:
+        rows_gemm_n_z(h, w, nrhs, a, lda, x, dst)
+
+
+cdef inline void rows_gemm_t(int h, int w, int nrhs, const scalar* a, int lda, const scalar* src,
+                             scalar* x) noexcept nogil:
+    """x[j, :] -= Σ_i a(i, j) src[i, :] (j < w, i < h; rows of nrhs, src's stacked)."""
+    if scalar is float:
+        rows_gemm_t_s(h, w, nrhs, a, lda, src, x)
+    elif scalar is double:
+        rows_gemm_t_d(h, w, nrhs, a, lda, src, x)
+    elif scalar is cfloat:
+        rows_gemm_t_c(h, w, nrhs, a, lda, src, x)
+    else:
+        rows_gemm_t_z(h, w, nrhs, a, lda, src, x)
+
+
+cdef inline void rows_trsm(char uplo, char ta, char diag, int w, int nrhs, const scalar* a,
+                           int lda, scalar* x) noexcept nogil:
+    """X ← op(A)⁻¹ X for a small triangular A (ta 'N' or 'T') and w rows of X."""
+    if scalar is float:
+        rows_trsm_s(uplo, ta, diag, w, nrhs, a, lda, x)
+    elif scalar is double:
+        rows_trsm_d(uplo, ta, diag, w, nrhs, a, lda, x)
+    elif scalar is cfloat:
+        rows_trsm_c(uplo, ta, diag, w, nrhs, a, lda, x)
+    else:
+        rows_trsm_z(uplo, ta, diag, w, nrhs, a, lda, x)
+
+
 cdef inline void solve_diag_block(char uplo, char ta, char diag, int w, int nrhs, scalar* a,
                                   int lda, scalar* x) noexcept nogil:
     """X ← op(A)⁻¹ X for a triangular diagonal block and w rows of row-major X."""
     cdef scalar one = 1
     if nrhs == 1:
         trsv(uplo, ta, diag, w, a, lda, x)
+    elif w <= SMALL_MULTI_WIDTH:
+        rows_trsm(uplo, ta, diag, w, nrhs, a, lda, x)
     else:
         trsm(c'R', uplo, transposed(ta), diag, nrhs, w, one, a, lda, x, nrhs)
 
@@ -1358,6 +1439,7 @@ cdef void forward_cblk(const Sweep* S, scalar* X, idx_t k, scalar* tmp, scalar* 
     cdef scalar one = 1, zero = 0
     cdef idx_t fc = S.B.fcol[k], b, i, r, f
     cdef int w = S.B.fcol[k + 1] - fc, m = S.B.stride[k], h, nrhs = S.nrhs
+    cdef bint direct = nrhs > 1 and w <= SMALL_MULTI_WIDTH
     cdef const scalar* diag = <const scalar*>S.diag + S.B.coefind[k]
     cdef const scalar* off = <const scalar*>S.off + S.B.coefind[k] + w
     cdef scalar* xb = X + fc * nrhs
@@ -1368,13 +1450,13 @@ cdef void forward_cblk(const Sweep* S, scalar* X, idx_t k, scalar* tmp, scalar* 
     solve_diag_block(S.uplo, S.trans, S.unit, w, nrhs, <scalar*>diag, m, xb)
     if m == w:
         return
-    # tmp = L21 X_k, (m - w) x nrhs. With several right-hand sides it is made
-    # column-major, L21 being gemm's untransposed A (packed fastest; as the
-    # transposed B of the row-major product, its packing took a fifth of the
+    # Unless direct: tmp = L21 X_k, (m - w) x nrhs. With several right-hand sides
+    # it is made column-major, L21 being gemm's untransposed A (packed fastest; as
+    # the transposed B of the row-major product, its packing took a fifth of the
     # solve), and the scatter transposes it.
     if nrhs == 1:
         gemv(c'N', m - w, w, one, <scalar*>off, m, xb, zero, tmp)
-    else:
+    elif not direct:
         gemm(c'N', c'T', m - w, nrhs, w, one, <scalar*>off, m, xb, nrhs, zero, tmp, m - w)
     for b in range(S.B.bloknum[k] + 1, S.B.bloknum[k + 1]):
         h = S.B.lrow[b] - S.B.frow[b] + 1
@@ -1383,7 +1465,9 @@ cdef void forward_cblk(const Sweep* S, scalar* X, idx_t k, scalar* tmp, scalar* 
             dst = Y + (S.topoff[f] + S.B.frow[b] - S.B.fcol[f]) * nrhs
         else:
             dst = X + S.B.frow[b] * nrhs
-        if nrhs > 1:
+        if direct:
+            rows_gemm_n(h, w, nrhs, off + (S.B.bcoef[b] - w), m, xb, dst)
+        elif nrhs > 1:
             src = tmp + (S.B.bcoef[b] - w)
             for i in range(h):
                 for r in range(nrhs):
@@ -1417,17 +1501,23 @@ cdef void backward_cblk(const Sweep* S, scalar* X, idx_t k, scalar* tmp) noexcep
     cdef scalar* xb = X + fc * nrhs
     cdef scalar* src
     cdef scalar* dst
-    if m > w:
+    if m > w and nrhs > 1 and w <= SMALL_MULTI_WIDTH:
+        # Straight from the rows faced, blok by blok.
+        for b in range(S.B.bloknum[k] + 1, S.B.bloknum[k + 1]):
+            rows_gemm_t(S.B.lrow[b] - S.B.frow[b] + 1, w, nrhs, off + (S.B.bcoef[b] - w), m,
+                        X + S.B.frow[b] * nrhs, xb)
+    elif m > w:
         for b in range(S.B.bloknum[k] + 1, S.B.bloknum[k + 1]):
             h = (S.B.lrow[b] - S.B.frow[b] + 1) * nrhs
             src = X + S.B.frow[b] * nrhs
             dst = tmp + (S.B.bcoef[b] - w) * nrhs
             for i in range(h):
                 dst[i] = src[i]
-        # X_k -= op(L21) tmp, i.e. Y_k -= tmpᵀ L21 for 'T'.
+        # X_k -= op(L21) tmp, i.e. Y_k -= tmpᵀ L21 for 'T'; in double precision by
+        # rows.h's unpacked kernel where the CPU has AVX2 and FMA.
         if nrhs == 1:
             gemv(S.offtrans, m - w, w, mone, <scalar*>off, m, tmp, one, xb)
-        else:
+        elif scalar is not double or not pastixpy_panel_tdot_d(m - w, w, nrhs, off, m, tmp, xb):
             gemm(c'N', c'N', nrhs, w, m - w, mone, tmp, nrhs, <scalar*>off, m, one, xb, nrhs)
     solve_diag_block(S.uplo, S.trans, S.unit, w, nrhs, <scalar*>diag, m, xb)
     if S.lperm != NULL:

@@ -462,7 +462,7 @@ def test_orderings_give_the_same_answer(A, kind):
     seed=st.integers(0, 2**32 - 1),
     structure=st.sampled_from(["general", "spd", "indefinite", "hpd", "hermitian", "csym"]),
     ordering=st.sampled_from(ORDERINGS + ["random"]),
-    nrhs=st.sampled_from([None, 1, 3]),
+    nrhs=st.sampled_from([None, 1, 3, 13]),
     double=st.booleans(),
 )
 def test_random_diagonally_dominant(n, density, seed, structure, ordering, nrhs, double):
@@ -658,8 +658,12 @@ def test_kernel_factor_and_solve(kind, dtype, builder, ordering):
     "kind, dtype, builder",
     KERNEL_CASES
     + [
-        # Wide supernodes (natural ordering fills in): gemv and trsv go to the BLAS.
+        # Wide supernodes (natural ordering fills in): gemv and trsv go to the BLAS,
+        # and the real double ones' backward products with 4+ right-hand sides to
+        # rows.h's unpacked kernel.
         ("llt", np.complex128, lambda: dominant_symmetric(120, 61, complex_=True)),
+        ("llt", np.float64, lambda: dominant_symmetric(120, 64)),
+        ("ldlt", np.float64, lambda: dominant_symmetric(120, 65, signs="mixed")),
         ("ldlh", np.complex64, lambda: dominant_symmetric(120, 62, complex_=True, signs="mixed")),
         (
             "lu",
@@ -668,20 +672,23 @@ def test_kernel_factor_and_solve(kind, dtype, builder, ordering):
         ),
     ],
     ids=[f"{k}-{np.dtype(d)}-{i}" for i, (k, d, _) in enumerate(KERNEL_CASES)]
-    + ["llt-wide", "ldlh-wide", "lu-wide"],
+    + ["llt-wide", "llt-wide-double", "ldlt-wide-double", "ldlh-wide", "lu-wide"],
 )
-def test_kernel_single_rhs_matches_block_solve(kind, dtype, builder, ordering):
+@pytest.mark.parametrize("nrhs", [3, 13])
+def test_kernel_single_rhs_matches_block_solve(kind, dtype, builder, ordering, nrhs):
     """One right-hand side runs level-2 code (plain loops on small panels, the BLAS on
-    large ones), several run gemm/trsm: both must give the same solution."""
+    large ones), several run rows.h's loops (narrow cblks), gemm/trsm and the unpacked
+    kernel (wide ones; 13 = 8 + 4 + 1 right-hand sides takes each of its branches):
+    all must give the same solution."""
     B = sp.csc_array(builder()).astype(dtype)
     n = B.shape[0]
     an, fac = kernel_factor(B, kind, ordering)
     assert not fac.perturbed.any()
-    R = random_vector(rng_for(n + 1), (n, 3), np.dtype(dtype).kind == "c")
+    R = random_vector(rng_for(n + 1), (n, nrhs), np.dtype(dtype).kind == "c")
     eps = np.finfo(dtype).eps
     for trans in ("N", "T") if kind == "lu" else ("N",):
         X = kernel_solve(fac, an, R, trans)
-        for j in range(3):
+        for j in range(nrhs):
             x = kernel_solve(fac, an, R[:, j : j + 1], trans)
             np.testing.assert_allclose(x, X[:, j : j + 1], rtol=0, atol=1e3 * eps * abs(X).max())
 
