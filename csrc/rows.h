@@ -27,19 +27,6 @@
 #define PASTIXPY_CLONES
 #endif
 
-/* Asks for the cache lines of `bytes` bytes from p (rw: 1 to write them), ahead of
- * their use: the rows a cblk faces lie all over X, and without this each waits on
- * its own miss. */
-static inline void pastixpy_prefetch_row(const void *p, int bytes, int rw)
-{
-    for (int b = 0; b < bytes; b += 64) {
-        if (rw)
-            __builtin_prefetch((const char *)p + b, 1, 3);
-        else
-            __builtin_prefetch((const char *)p + b, 0, 3);
-    }
-}
-
 /* dst[i, :] -= sum_j a(i, j) x[j, :] for i < h, j < w: a blok's rows (h, stacked
  * in dst) get the panel's rows facing them times the cblk's solution x (w rows). */
 #define PASTIXPY_ROWS_GEMM_N(T, S)                                                         \
@@ -49,7 +36,6 @@ static inline void pastixpy_prefetch_row(const void *p, int bytes, int rw)
         for (int i = 0; i < h; i++) {                                                      \
             T *restrict d = dst + (ptrdiff_t)i * nrhs;                                     \
             int j = 0;                                                                     \
-            pastixpy_prefetch_row(d + 2 * nrhs, nrhs * (int)sizeof(T), 1);                 \
             for (; j + 4 <= w; j += 4) {                                                   \
                 const T *col = a + i + (ptrdiff_t)j * lda;                                 \
                 const T a0 = col[0], a1 = col[lda], a2 = col[2 * lda], a3 = col[3 * lda];  \
@@ -77,7 +63,6 @@ static inline void pastixpy_prefetch_row(const void *p, int bytes, int rw)
         for (; i + 4 <= h; i += 4) {                                                       \
             const T *s0 = src + (ptrdiff_t)i * nrhs, *s1 = s0 + nrhs;                      \
             const T *s2 = s1 + nrhs, *s3 = s2 + nrhs;                                      \
-            pastixpy_prefetch_row(s0 + 8 * nrhs, 4 * nrhs * (int)sizeof(T), 0);            \
             for (int j = 0; j < w; j++) {                                                  \
                 const T *col = a + (ptrdiff_t)j * lda + i;                                 \
                 const T a0 = col[0], a1 = col[1], a2 = col[2], a3 = col[3];                \
