@@ -1310,6 +1310,11 @@ cdef enum:
     SMALL_MULTI_WIDTH = 12
 
 
+cdef inline bint rows_direct(int w, int nrhs) noexcept nogil:
+    """Whether a cblk w columns wide is solved by rows.h's loops (see SMALL_MULTI_WIDTH)."""
+    return nrhs > 1 and w <= SMALL_MULTI_WIDTH
+
+
 cdef extern from "rows.h" nogil:
     void rows_gemm_n_s(int h, int w, int nrhs, const float* a, int lda, const float* x,
                        float* dst)
@@ -1388,7 +1393,7 @@ cdef inline void solve_diag_block(char uplo, char ta, char diag, int w, int nrhs
     cdef scalar one = 1
     if nrhs == 1:
         trsv(uplo, ta, diag, w, a, lda, x)
-    elif w <= SMALL_MULTI_WIDTH:
+    elif rows_direct(w, nrhs):
         rows_trsm(uplo, ta, diag, w, nrhs, a, lda, x)
     else:
         trsm(c'R', uplo, transposed(ta), diag, nrhs, w, one, a, lda, x, nrhs)
@@ -1441,7 +1446,7 @@ cdef void forward_cblk(const Sweep* S, scalar* X, idx_t k, scalar* tmp, scalar* 
     cdef scalar one = 1, zero = 0
     cdef idx_t fc = S.B.fcol[k], b, i, r, f
     cdef int w = S.B.fcol[k + 1] - fc, m = S.B.stride[k], h, nrhs = S.nrhs
-    cdef bint direct = nrhs > 1 and w <= SMALL_MULTI_WIDTH
+    cdef bint direct = rows_direct(w, nrhs)
     cdef const scalar* diag = <const scalar*>S.diag + S.B.coefind[k]
     cdef const scalar* off = <const scalar*>S.off + S.B.coefind[k] + w
     cdef scalar* xb = X + fc * nrhs
@@ -1503,12 +1508,13 @@ cdef void backward_cblk(const Sweep* S, scalar* X, idx_t k, scalar* tmp) noexcep
     cdef scalar* xb = X + fc * nrhs
     cdef scalar* src
     cdef scalar* dst
-    if m > w and nrhs > 1 and w <= SMALL_MULTI_WIDTH:
+    if m > w and rows_direct(w, nrhs):
         # Straight from the rows faced, blok by blok.
         for b in range(S.B.bloknum[k] + 1, S.B.bloknum[k + 1]):
             rows_gemm_t(S.B.lrow[b] - S.B.frow[b] + 1, w, nrhs, off + (S.B.bcoef[b] - w), m,
                         X + S.B.frow[b] * nrhs, xb)
     elif m > w:
+        # Gathered into tmp, then one product.
         for b in range(S.B.bloknum[k] + 1, S.B.bloknum[k + 1]):
             h = (S.B.lrow[b] - S.B.frow[b] + 1) * nrhs
             src = X + S.B.frow[b] * nrhs
