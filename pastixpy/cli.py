@@ -10,7 +10,7 @@ import numpy as np
 
 from .analysis import analyze
 from .errors import PastixError
-from .io import read_dense, read_matrix, write_dense
+from .io import check_writable, read_dense, read_matrix, write_dense
 from .ordering import ORDERINGS
 
 KIND_CHOICES = ["auto", "llt", "ldlt", "ldlh", "lu"]
@@ -186,6 +186,8 @@ def main(argv=None):
     """Entry point; returns the process exit code."""
     args = _parser().parse_args(argv)
     try:
+        if args.command == "solve" and args.output:
+            check_writable(args.output)  # before any work: a bad path costs nothing
         A = args.example if args.example is not None else read_matrix(args.matrix)
         if args.command == "solve":
             stats = _solve(args, A)

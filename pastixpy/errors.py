@@ -7,6 +7,8 @@ __all__ = [
     "SingularMatrixError",
     "NotPositiveDefiniteError",
     "PatternMismatchError",
+    "OutputError",
+    "OutOfMemoryError",
 ]
 
 
@@ -20,6 +22,27 @@ class InvalidInputError(PastixError, ValueError):
 
 class OptionError(PastixError, ValueError):
     """An option name or its parameters are not recognized."""
+
+
+class OutputError(PastixError, OSError):
+    """A result could not be written where it was asked for (the reason is given)."""
+
+
+class OutOfMemoryError(PastixError, MemoryError):
+    """A factorization would need more memory than this process may take.
+
+    Raised before the allocation, from the analysis's forecast.
+
+    Attributes
+    ----------
+    needed, available : int
+        Bytes the allocation needs, and bytes the process may still take.
+    """
+
+    def __init__(self, message, needed, available):
+        super().__init__(message)
+        self.needed = int(needed)
+        self.available = int(available)
 
 
 class PatternMismatchError(InvalidInputError):

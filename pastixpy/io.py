@@ -6,14 +6,19 @@ real, complex and pattern matrices, unsymmetric, symmetric, Hermitian and
 skew-symmetric (``.rua``, ``.rsa``, ``.cua``, ``.csa``, ``.cha``, ``.psa``...).
 """
 
+import gzip
+import io
+import os
 import re
+import stat
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import scipy.io
 import scipy.sparse as sp
 
-from .errors import InvalidInputError
+from .errors import InvalidInputError, OutputError
 
 HB_SUFFIXES = (
     ".rua",
@@ -49,9 +54,7 @@ def read_matrix(path):
     InvalidInputError
         The file is missing or cannot be parsed.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise InvalidInputError(f"no such file: {path}")
+    path = _input_file(path)
     try:
         if path.name.lower().endswith(HB_SUFFIXES):
             return read_harwell_boeing(path)
@@ -65,9 +68,7 @@ def read_matrix(path):
 
 def read_dense(path):
     """Read right-hand sides (dense or sparse Matrix Market) as a 2-D ndarray."""
-    path = Path(path)
-    if not path.is_file():
-        raise InvalidInputError(f"no such file: {path}")
+    path = _input_file(path, "a right-hand-side file")
     try:
         B = scipy.io.mmread(str(path))
     except Exception as exc:
@@ -75,10 +76,91 @@ def read_dense(path):
     return B.toarray() if sp.issparse(B) else np.atleast_2d(np.asarray(B).T).T
 
 
+def _input_file(path, what="a matrix file"):
+    """``path`` as a Path, or an error saying why it cannot be read as a file."""
+    path = Path(path)
+    if path.is_dir():
+        raise InvalidInputError(f"{path} is a directory, not {what}")
+    if not path.exists():
+        raise InvalidInputError(f"no such file: {path}")
+    if not os.access(path, os.R_OK):
+        raise InvalidInputError(f"cannot read {path}: permission denied")
+    return path
+
+
+def check_writable(path):
+    """Raise :class:`OutputError` unless a file can be written at ``path``.
+
+    Made before the work whose result goes there, so that a typo in an output path
+    costs nothing. A path that does not exist is created and removed again; an
+    existing file is opened for appending, which leaves it unchanged. What only a
+    write can tell (a full disk, ``/dev/full``) is left to :func:`write_dense`.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise OutputError(f"cannot write {path}: it is a directory; give a file name in it")
+    parent = path.parent
+    if not parent.exists():
+        raise OutputError(f"cannot write {path}: directory {parent} does not exist")
+    if not parent.is_dir():
+        raise OutputError(f"cannot write {path}: {parent} is not a directory")
+    existed = path.exists()
+    try:
+        with open(path, "ab"):
+            pass
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    if not existed:
+        try:
+            path.unlink()
+        except OSError:
+            pass
+
+
 def write_dense(path, X):
-    """Write an (n,) or (n, k) array as a dense Matrix Market file."""
+    """Write an (n,) or (n, k) array as a dense Matrix Market file at exactly ``path``.
+
+    Gzip-compressed when ``path`` ends in ``.gz``. A regular file is written to a
+    temporary file beside it and renamed into place, so that a failed write leaves
+    any earlier file whole; other paths (``/dev/stdout``, a pipe) are written
+    directly.
+
+    Raises
+    ------
+    OutputError
+        The file could not be written completely (the reason is given). scipy's
+        ``mmwrite`` is not used on the path itself: it appends ``.mtx`` to other
+        names and, in scipy 1.17, returns without error when it cannot write.
+    """
     X = np.asarray(X)
-    scipy.io.mmwrite(str(path), X.reshape(X.shape[0], -1), precision=17)
+    buf = io.BytesIO()
+    scipy.io.mmwrite(buf, X.reshape(X.shape[0], -1), precision=17)
+    data = buf.getvalue()
+    path = Path(path)
+    if path.name.lower().endswith(".gz"):
+        data = gzip.compress(data)
+    try:
+        regular = not path.exists() or stat.S_ISREG(path.stat().st_mode)
+        if not regular:
+            with open(path, "wb") as f:
+                f.write(data)
+            return
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            if path.exists():
+                os.chmod(tmp, stat.S_IMODE(path.stat().st_mode))
+            else:
+                umask = os.umask(0)
+                os.umask(umask)
+                os.chmod(tmp, 0o666 & ~umask)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
 
 def _fortran_format(fmt):

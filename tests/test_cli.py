@@ -1,11 +1,14 @@
 """The command line: tables, JSON, exit codes and messages."""
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+import pastixpy
 from pastixpy.cli import main
 
 from conftest import MATRIX_DIR
@@ -162,3 +165,98 @@ def test_progress_bar_only_after_a_second(capsys):
     err = capsys.readouterr().err
     slow.close()
     assert "factorizing" in err and "50%" in err
+
+
+# ---------------------------------------------------------------------------- output that
+# cannot be written: exit 1 with one line, found before any work where a path shows it
+
+
+def _one_line_error(capsys, argv, expected):
+    assert main(argv) == 1
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1 and captured.err.startswith("pastixpy: error: ")
+    assert expected in captured.err, captured.err
+    return captured
+
+
+@pytest.mark.parametrize(
+    "output, expected",
+    [
+        ("/nonexistent_dir/x.mtx", "directory /nonexistent_dir does not exist"),
+        ("DIR", "it is a directory"),
+        ("FILE/x.mtx", "is not a directory"),
+    ],
+)
+def test_unwritable_output_is_refused_before_reading_the_matrix(capsys, tmp_path, output, expected):
+    (tmp_path / "FILE").write_text("")
+    output = output.replace("DIR", str(tmp_path)).replace("FILE", str(tmp_path / "FILE"))
+    # The matrix does not exist either: the output is checked first, before any work.
+    _one_line_error(capsys, ["solve", str(tmp_path / "missing.mtx"), "-o", output], expected)
+
+
+def test_output_under_proc_is_refused(capsys):
+    if not Path("/proc/self").exists():
+        pytest.skip("no /proc here")
+    _one_line_error(capsys, ["solve", "--example", "lap2d:4", "-o", "/proc/x.mtx"], "/proc/x.mtx")
+
+
+def test_a_failed_write_is_exit_status_one(capsys):
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full here")
+    _one_line_error(
+        capsys, ["solve", "--example", "lap2d:4", "-o", "/dev/full"], "No space left on device"
+    )
+
+
+def test_read_only_output_keeps_the_old_file(capsys, tmp_path):
+    if os.geteuid() == 0:
+        pytest.skip("root writes read-only files")
+    out = tmp_path / "x.mtx"
+    out.write_text("old")
+    out.chmod(0o444)
+    _one_line_error(capsys, ["solve", "--example", "lap2d:4", "-o", str(out)], "ermission denied")
+    assert out.read_text() == "old"
+
+
+def test_solution_goes_to_exactly_the_path_given(tmp_path):
+    import gzip
+
+    import numpy as np
+    import scipy.io
+
+    from pastixpy.gallery import laplacian
+
+    for name in ("x.txt", "x.mtx", "x.mtx.gz"):
+        assert main(["solve", "--example", "lap2d:5", "-o", str(tmp_path / name)]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.mtx", "x.mtx.gz", "x.txt"]
+    A = laplacian((5, 5))
+    for name in ("x.txt", "x.mtx"):
+        x = scipy.io.mmread(tmp_path / name).ravel()
+        assert np.abs(A @ x - A @ np.ones(25)).max() < 1e-12
+    with gzip.open(tmp_path / "x.mtx.gz") as f:
+        assert f.read().startswith(b"%%MatrixMarket matrix array real general")
+
+
+def test_failed_write_leaves_the_previous_file_whole(tmp_path, monkeypatch):
+    from pastixpy import io
+
+    out = tmp_path / "x.mtx"
+    out.write_text("previous solution")
+
+    def fail(*args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(io.os, "replace", fail)
+    with pytest.raises(pastixpy.OutputError, match="No space left"):
+        io.write_dense(out, [1.0, 2.0])
+    assert out.read_text() == "previous solution"
+    assert [p.name for p in tmp_path.iterdir()] == ["x.mtx"]  # no temporary left behind
+
+
+@pytest.mark.parametrize("where", ["matrix", "rhs"])
+def test_a_directory_as_input_says_so(capsys, tmp_path, where):
+    argv = ["solve", str(tmp_path)] if where == "matrix" else ["solve", "--example", "lap2d:4"]
+    if where == "rhs":
+        argv += ["--rhs", str(tmp_path)]
+    what = "a matrix file" if where == "matrix" else "a right-hand-side file"
+    _one_line_error(capsys, argv, f"{tmp_path} is a directory, not {what}")
