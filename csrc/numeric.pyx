@@ -336,6 +336,13 @@ cdef idx_t lu_local(int m, int n, scalar* a, int lda, double tol, signed char* p
     return count
 
 
+cdef inline void keep_real_diagonal(scalar* d, bint conj) noexcept nogil:
+    """Drop the imaginary part of a Hermitian diagonal entry (rounding of an update)."""
+    if scalar is cfloat or scalar is cdouble:
+        if conj:
+            d[0] = d[0].real
+
+
 cdef idx_t ldlt_bunch_kaufman(int w, int m, scalar* a, bint conj, double tol, idx_t* lperm,
                               signed char* pivtype, signed char* pert, scalar* dsub,
                               scalar* tmp) noexcept nogil:
@@ -355,6 +362,14 @@ cdef idx_t ldlt_bunch_kaufman(int w, int m, scalar* a, bint conj, double tol, id
     cdef scalar d, d11, d21, d12, d22, det, t, x1, x2
     cdef scalar* l1 = tmp
     cdef scalar* l2 = tmp + w
+    if scalar is cfloat or scalar is cdouble:
+        if conj:
+            # A Hermitian diagonal is real. The updates from other cblks (gemm) and the
+            # ones below leave rounding in its imaginary parts; kept, they make D⁻¹ and
+            # the Schur complements non-Hermitian, and the error grows from step to step
+            # (LAPACK's zhetf2 keeps the diagonal real for the same reason).
+            for j in range(w):
+                a[j + j * m] = a[j + j * m].real
     while k < w:
         kstep = 1
         kp = k
@@ -414,6 +429,7 @@ cdef idx_t ldlt_bunch_kaufman(int w, int m, scalar* a, bint conj, double tol, id
                 if t != 0:
                     for i in range(j, w):
                         a[i + j * m] -= a[i + k * m] * t
+                    keep_real_diagonal(&a[j + j * m], conj)
             for i in range(k + 1, w):
                 a[i + k * m] = a[i + k * m] / d
         else:
@@ -434,6 +450,7 @@ cdef idx_t ldlt_bunch_kaufman(int w, int m, scalar* a, bint conj, double tol, id
                 x2 = cj(a[j + (k + 1) * m], conj)
                 for i in range(j, w):
                     a[i + j * m] -= l1[i] * x1 + l2[i] * x2
+                keep_real_diagonal(&a[j + j * m], conj)
             for i in range(k + 2, w):
                 a[i + k * m] = l1[i]
                 a[i + (k + 1) * m] = l2[i]

@@ -6,6 +6,7 @@ factorization; a solve maps b into the factored space, runs the triangular
 solves, maps back, and refines.
 """
 
+import threading
 import time
 import warnings
 from numbers import Integral
@@ -20,21 +21,13 @@ from .errors import (
     NotPositiveDefiniteError,
     PastixError,
     PatternMismatchError,
-    SingularMatrixError,
 )
 from .matrix import canonical_csc, matrix_symmetry
-from .numeric import (
-    AssemblyMap,
-    PanelLayout,
-    blas_threads,
-    factorize_numeric,
-    permuted_rows,
-    unpermute_rows,
-)
+from .numeric import AssemblyMap, PanelLayout, blas_threads, factorize_numeric
 from .options import parse_option
-from .ordering import METIS_UFACTORS, ORDERINGS, inverse_permutation
+from .ordering import METIS_UFACTORS, ORDERINGS
 from .preprocess import check_structural_rank, preprocess
-from .refine import backward_error, refine
+from .solve import PastixWarning, Solver, pivot_order_gathers
 
 __all__ = ["Factorization", "PastixWarning", "factorize", "factorized", "spsolve"]
 
@@ -48,7 +41,9 @@ REFINE = {
 }
 SWITCH = {"auto": set(), "on": set(), "off": set()}
 
-#: Which kinds each value symmetry admits (real "symmetric" is also Hermitian).
+#: Which kinds each value symmetry admits (real "symmetric" is also Hermitian; a
+#: complex Hermitian matrix whose values are all real is also complex symmetric,
+#: see :func:`_admissible`).
 ADMISSIBLE = {
     ("symmetric", False): {"llt", "ldlt", "ldlh", "lu"},
     ("symmetric", True): {"ldlt", "lu"},
@@ -58,25 +53,23 @@ ADMISSIBLE = {
 }
 
 
+#: :meth:`Factorization.inertia` counts perturbed pivots by their signs when one step
+#: of iterative refinement shrinks the error at least this much (a contraction below 1
+#: proves the inertia exact; the margin covers an estimate made from a few steps).
+INERTIA_CONTRACTION = 0.5
+
+
 #: Wider supernodes for a second try when static pivoting defeats refinement:
 #: larger diagonal blocks leave local pivoting more rows to choose from.
 ROBUST_AMALGAMATION = {"subtree": 256, "zrelax": (0.9, 0.5, 0.4)}
-
-
-class PastixWarning(UserWarning):
-    """Results that hold but deserve attention (perturbed pivots, unreliable inertia)."""
-
-
-def _default_tol(dtype):
-    """Backward error a solve is expected to reach in this precision."""
-    return 1e-6 if np.dtype(dtype).char in "fF" else 1e-12
 
 
 class Factorization:
     """A numeric factorization of a square sparse matrix, ready to solve with.
 
     Made by :func:`factorize`. Solves are ``F.solve(b)`` (or ``F(b)``); the
-    analysis and preprocessing are reused by :meth:`refactorize`.
+    analysis and preprocessing are reused by :meth:`refactorize`. Any number of
+    threads may solve with one factorization at once: a solve never changes it.
 
     Attributes
     ----------
@@ -85,8 +78,9 @@ class Factorization:
     analysis : Analysis
     stats : dict
         The analysis statistics plus ``seconds`` per phase, ``factor_entries``,
-        ``perturbed_pivots``, ``threads`` (of the numeric factorization),
-        ``refinement_steps`` and ``backward_error`` of the last solve.
+        ``perturbed_pivots``, ``threads`` (of the numeric factorization), and
+        ``refinement_steps``, ``backward_error`` and ``seconds["solve"]`` of the
+        last solve made by the calling thread (each thread sees its own).
     """
 
     def __init__(self, C, kind, analysis, options):
@@ -94,8 +88,19 @@ class Factorization:
         self.dtype = C.dtype
         self._options = options
         self._pattern = (C.indptr, C.indices)
-        self._factors = None
+        self._solver = None
+        self._last_solve = threading.local()
         self._setup(C, kind, analysis)
+
+    @property
+    def stats(self):
+        """The factorization's statistics and the calling thread's last solve (a copy)."""
+        info = getattr(self._last_solve, "info", None)
+        stats = dict(self._stats, seconds=dict(self._stats["seconds"]))
+        if info is not None:
+            stats.update(refinement_steps=info.refinement_steps, backward_error=info.backward_error)
+            stats["seconds"]["solve"] = info.seconds
+        return stats
 
     # ------------------------------------------------------------------ numeric phase
 
@@ -133,8 +138,8 @@ class Factorization:
         self._layout = PanelLayout.from_symbol(analysis.symbol)
         self._assembly = None
         self._coarse = False
-        self.stats = dict(analysis.stats, coarsened=False)
-        self.stats["seconds"] = {"preprocess": t1 - t0, "analysis": t2 - t1}
+        self._stats = dict(analysis.stats, coarsened=False)
+        self._stats["seconds"] = {"preprocess": t1 - t0, "analysis": t2 - t1}
         try:
             self._factor(C, prep, B)
         except NotPositiveDefiniteError:
@@ -149,19 +154,29 @@ class Factorization:
             self._setup(C, indefinite, analysis if prep.pairs is None else None, prep)
 
     def _factor(self, C, prep, B=None):
-        """Numeric factorization of ``B = prep.apply(C)`` (pass B when already made)."""
+        """Numeric factorization of ``B = prep.apply(C)`` (pass B when already made).
+
+        With perturbed pivots, a solve with a known answer checks that refinement
+        can still reach its tolerance; where it cannot, the matrix is refactored once
+        on wider supernodes (:meth:`_coarsen`). Solves never refactor.
+        """
         t0 = time.perf_counter()
         if B is None:
             B = prep.apply(C)
         norm_a = _norm_inf(C)
-        norm_b = norm_a if B is C else _norm_inf(B)
-        pivot_tol = self._options["pivot_tol"] or np.sqrt(np.finfo(C.dtype).eps) * norm_b
+        # Relative to B's largest entry, not to a row sum: a pivot is small next to the
+        # entries it is eliminated against, and row sums grow with the row's length
+        # (40 entries a row made 1e-2 pivots of a well-conditioned single-precision
+        # matrix look small).
+        pivot_tol = self._options["pivot_tol"] or np.sqrt(np.finfo(C.dtype).eps) * _norm_max(B)
         if self._assembly is None:
             self._assembly = AssemblyMap.build(B, self.analysis.iperm, self._layout, self.kind)
+        self._prep = prep  # what a refactorization keeps (row matching, 2x2 pairs)
         t1 = time.perf_counter()
         # The previous factors go first: one factor in memory at a time, not two (a
-        # refactorization that fails leaves none, see :attr:`_live_factors`).
-        self._factors = None
+        # refactorization that fails leaves none, see :attr:`_live_solver`). Solves
+        # already running keep the solver they started with.
+        self._solver = None
         factors = factorize_numeric(
             B,
             self.analysis,
@@ -173,16 +188,21 @@ class Factorization:
             self._options["threads"],
         )
         t2 = time.perf_counter()
-        self._C = C
-        self._prep = prep
-        self._factors = factors
-        self._gathers = _pivot_order_gathers(prep, self.analysis, self.dtype)
-        self._norm_a = norm_a
-        self._pivot_tol = pivot_tol
         perturbed = np.flatnonzero(factors.perturbed)
-        # B's columns are A's columns: the matching permutes rows only.
-        self._perturbed_columns = self.analysis.perm[perturbed].tolist()
-        self.stats.update(
+        solver = Solver(
+            kind=self.kind,
+            C=C,
+            prep=prep,
+            factors=factors,
+            norm_a=norm_a,
+            pivot_tol=pivot_tol,
+            # B's columns are A's columns: the matching permutes rows only.
+            perturbed_columns=tuple(self.analysis.perm[perturbed].tolist()),
+            refine=self._options["refine"],
+            threads=self._options["threads"],
+            gathers=pivot_order_gathers(prep, self.analysis, self.dtype),
+        )
+        self._stats.update(
             kind=self.kind,
             factor_entries=int(factors.L.size + factors.U.size),
             factor_bytes=int(factors.L.nbytes + factors.U.nbytes),
@@ -195,13 +215,25 @@ class Factorization:
             refinement_steps=0,
             backward_error=None,
         )
-        seconds = self.stats["seconds"]
+        seconds = self._stats["seconds"]
         seconds["preprocess"] = seconds.get("preprocess", 0.0) + t1 - t0
         seconds["factorize"] = t2 - t1
+        self._last_solve = threading.local()
+        if (
+            perturbed.size
+            and self.kind != "llt"
+            and not self._coarse
+            and self._options["refine"][0] != "none"
+            and not solver.probe()
+        ):
+            del factors, solver
+            self._coarsen(C, prep, B)
+            return
+        self._solver = solver
         if perturbed.size and self._options["refine"][0] == "none":
-            warnings.warn(self._perturbed_message(), PastixWarning, stacklevel=4)
+            warnings.warn(solver.perturbed_message(), PastixWarning, stacklevel=4)
 
-    def _coarsen(self):
+    def _coarsen(self, C, prep, B):
         """Refactor on wider supernodes, once, when perturbed pivots defeat refinement.
 
         Local pivoting (LU rows, Bunch-Kaufman) can only choose inside a
@@ -209,12 +241,8 @@ class Factorization:
         at the cost of more stored zeros. Where ``ordering="auto"`` had picked
         AMD for speed, the retry orders with METIS: its separators make other
         blocks, and no ordering suits every matrix (nnc1374 needs METIS's).
-        Returns whether it refactored.
         """
-        if self.kind == "llt" or self._coarse:
-            return False
         t0 = time.perf_counter()
-        B = self._prep.apply(self._C)
         ordering = self._options["ordering"]
         if self.analysis.ordering.method == "amd" and isinstance(ordering, (str, tuple)):
             name, kwargs = parse_option(ordering, ORDERINGS, "ordering")
@@ -226,38 +254,33 @@ class Factorization:
             B,
             ordering=ordering,
             kind=self.kind,
-            pairs=self._prep.pairs,
+            pairs=prep.pairs,
             amalgamation=ROBUST_AMALGAMATION,
             threads=self._options["threads"],
         )
-        seconds = self.stats["seconds"]
+        seconds = self._stats["seconds"]
         seconds["analysis"] = seconds.get("analysis", 0.0) + time.perf_counter() - t0
-        self.stats.update(self.analysis.stats, seconds=seconds, coarsened=True)
+        self._stats.update(self.analysis.stats, seconds=seconds, coarsened=True)
         self._layout = PanelLayout.from_symbol(self.analysis.symbol)
         self._assembly = None
         self._coarse = True
-        self._factor(self._C, self._prep, B)
-        return True
+        self._factor(C, prep, B)
 
     @property
-    def _live_factors(self):
-        """The factors, or an error when the last refactorization failed and left none."""
-        if self._factors is None:
+    def _live_solver(self):
+        """The solver, or an error when the last refactorization failed and left none."""
+        solver = self._solver
+        if solver is None:
             raise PastixError(
                 "this factorization holds no factors: its last refactorize() failed (the "
                 "previous factors were freed first). Call refactorize() with a matrix that "
                 "factors, or pastixpy.factorize() anew"
             )
-        return self._factors
+        return solver
 
-    def _perturbed_message(self):
-        cols = self._perturbed_columns
-        shown = ", ".join(map(str, np.asarray(cols)[:10].tolist()))
-        more = f" and {len(cols) - 10} more" if len(cols) > 10 else ""
-        return (
-            f"{len(cols)} pivot(s) smaller than {self._pivot_tol:.2e} were perturbed (static "
-            f"pivoting) at column(s) {shown}{more}: the matrix may be singular or nearly so"
-        )
+    @property
+    def _factors(self):
+        return self._live_solver.factors
 
     def refactorize(self, A):
         """Factor a new matrix with the same pattern, reusing the analysis and row matching.
@@ -266,8 +289,10 @@ class Factorization:
         refactored as LDLᵀ (LDLᴴ), with a new analysis when 2x2 pivots need one.
 
         The previous factors are freed before the new ones are made, so that one
-        factor is in memory at a time. If the factorization fails (an error is
-        raised), none is left: solves raise until a refactorize succeeds.
+        factor is in memory at a time (solves already running in other threads
+        finish on the previous factors, which are freed after them). If the
+        factorization fails (an error is raised), none is left: solves raise until a
+        refactorize succeeds. Solves that start while a refactorize runs raise too.
 
         Returns
         -------
@@ -294,7 +319,7 @@ class Factorization:
                     "factorize it anew"
                 )
             C = C.astype(self.dtype)
-        _check_kind(self.kind, matrix_symmetry(C), np.iscomplexobj(C.data), "refactorize")
+        _check_kind(self.kind, C, matrix_symmetry(C), "refactorize")
         prep = preprocess(
             C,
             self.kind,
@@ -302,7 +327,7 @@ class Factorization:
             row_perm=self._prep.row_perm,
             pairs=self._prep.pairs,
         )
-        self.stats["seconds"] = {}
+        self._stats["seconds"] = {}
         try:
             self._factor(C, prep)
         except NotPositiveDefiniteError:
@@ -325,29 +350,24 @@ class Factorization:
         Returns
         -------
         x : ndarray, same shape as b, dtype promoted from A's and b's
+
+        Raises
+        ------
+        SingularMatrixError
+            Refinement could not reach the requested backward error: the message
+            says whether the matrix is singular (perturbed pivots), too
+            ill-conditioned for its precision (with a condition number estimate),
+            or neither.
         """
         if trans not in ("N", "T", "H"):
             raise InvalidInputError(f"trans must be 'N', 'T' or 'H', got {trans!r}")
         b2, vector = self._rhs(b)
-        t0 = time.perf_counter()
-        dtype = np.promote_types(self.dtype, b2.dtype)
+        solver = self._live_solver
         if b2.shape[1] == 0:
-            return np.empty(b2.shape, dtype=dtype)
-        with blas_threads(self._options["threads"]):
-            x = self._solve_promoted(b2, trans)
-        self.stats["seconds"]["solve"] = time.perf_counter() - t0
-        x = x.astype(dtype, copy=False)
+            return np.empty(b2.shape, dtype=np.promote_types(self.dtype, b2.dtype))
+        x, info = solver.solve(b2, trans)
+        self._last_solve.info = info
         return x[:, 0] if vector else x
-
-    def _solve_promoted(self, b2, trans):
-        if np.iscomplexobj(b2) and not np.iscomplexobj(np.empty(0, self.dtype)):
-            # Real factors: the real and imaginary parts are two real systems.
-            re = self._solve_refined(np.ascontiguousarray(b2.real, dtype=self.dtype), trans)
-            im = self._solve_refined(np.ascontiguousarray(b2.imag, dtype=self.dtype), trans)
-            x = re + 1j * im
-        else:
-            x = self._solve_refined(b2.astype(self.dtype, copy=False), trans)
-        return x
 
     __call__ = solve
 
@@ -370,109 +390,6 @@ class Factorization:
         if b2.dtype.kind in "biu":
             b2 = b2.astype(np.float64)
         return b2, vector
-
-    def _apply_inverse(self, R, trans, overwrite=False):
-        """x = A⁻¹ R (or A⁻ᵀ, A⁻ᴴ) with the factors, no refinement. R: (n, k) in A's dtype.
-
-        With ``overwrite``, x is written into R (a refinement's residual): the rows go
-        back to their order by a gather into an array already in memory, not into a
-        new one nor by following the permutation's cycles in place.
-        """
-        conj_op = trans == "H" or (
-            trans == "T" and self.kind in ("llt", "ldlh") and np.iscomplexobj(R)
-        )
-        if conj_op:  # Aᴴ = conj(Aᵀ), and Aᵀ = conj(A) for the Hermitian kinds
-            X = self._apply_inverse(np.conj(R), "T" if trans == "H" else "N", overwrite=True)
-            return np.conj(X, out=X)
-        into, back, inverse, d_in, d_out = self._gathers["N" if trans == "N" else "T"]
-        # Rows gathered into pivot order, row-major for the kernels, in one pass, and
-        # scaled there: X is the solution's only array (each n x k array is a
-        # page-fault bill, and a pass over it). Then the same backwards.
-        X = permuted_rows(R, into)
-        if d_in is not None:
-            X *= d_in
-        self._live_factors.solve_inplace(X, "T" if trans == "T" and self.kind == "lu" else "N")
-        if d_out is not None:
-            X *= d_out
-        out = R if overwrite and R.flags.c_contiguous and R.flags.writeable else None
-        return unpermute_rows(X, back, inverse, out=out)
-
-    def _matvec(self, X, trans):
-        C = self._C
-        if trans == "N":
-            return C @ X
-        if trans == "T":
-            return C.T @ X
-        return C.conj().T @ X
-
-    def _op_rows(self, trans):
-        """op(A) by rows, ``(indptr, indices, data, conj)``, for the backward error.
-
-        C's columns are the rows of Cᵀ (conjugated: of Cᴴ), and of C itself for the
-        symmetric and Hermitian kinds. None for LU's C, whose rows are not at hand.
-        """
-        C = self._C
-        if trans == "N" and self.kind == "lu":
-            return None
-        hermitian = self.kind in ("llt", "ldlh")
-        conj = np.iscomplexobj(C.data) and (trans == "H" or (trans == "N" and hermitian))
-        return C.indptr, C.indices, C.data, conj
-
-    def _solve_refined(self, b, trans):
-        x = self._apply_inverse(b, trans)
-        method, kw = self._options["refine"]
-        tol = kw.get("tol", _default_tol(self.dtype))
-        maxiter = kw.get("maxiter", 10)
-        matvec = lambda X: self._matvec(X, trans)  # noqa: E731
-        solve = lambda R: self._apply_inverse(R, trans, overwrite=True)  # noqa: E731
-        rows = self._op_rows(trans)
-        if method == "none":
-            berr = backward_error(matvec, x, b, self._norm_a, rows)
-            steps = 0
-        else:
-            needed = self.stats["perturbed_pivots"] > 0 or self.stats["scaling"]
-            krylov = {"ir": None, "cg": "cg"}.get(method, "gmres")
-            if method == "auto" and self.kind == "llt":
-                krylov = "cg"
-            x, berr, steps = refine(
-                matvec,
-                solve,
-                b,
-                x,
-                self._norm_a,
-                tol,
-                maxiter,
-                krylov,
-                always=method != "auto" or needed,
-                rows=rows,
-            )
-        self.stats["refinement_steps"] = int(steps)
-        self.stats["backward_error"] = float(berr.max()) if berr.size else 0.0
-        if method != "none" and (berr > tol).any():
-            worst = float(berr.max())
-            if self.stats["perturbed_pivots"] and self._coarsen():
-                return self._solve_refined(b, trans)
-            if self.stats["perturbed_pivots"]:
-                raise SingularMatrixError(
-                    f"the matrix is numerically singular: refinement reached a backward error "
-                    f"of {worst:.2e}, not {tol:.0e}. {self._perturbed_message()}. Check the "
-                    "model (constraints, boundary conditions) or use a least-squares solver",
-                    columns=self._perturbed_columns,
-                )
-            raise SingularMatrixError(
-                f"the solve reached a backward error of {worst:.2e}, not {tol:.0e}: the matrix "
-                "is too ill-conditioned for this precision; use float64/complex128 or scale it"
-            )
-        if self.stats["perturbed_pivots"] and method != "none":
-            warnings.warn(
-                self._perturbed_message() + f"; the solution reached backward error "
-                f"{self.stats['backward_error']:.1e}",
-                PastixWarning,
-                stacklevel=4,
-            )
-        if not np.isfinite(x).all():
-            raise SingularMatrixError("the solve produced non-finite values: A is singular")
-        return x
 
     # ------------------------------------------------------------------ views and by-products
 
@@ -498,7 +415,8 @@ class Factorization:
         With perturbed pivots this is the determinant of the perturbed matrix
         (a warning says so).
         """
-        F, prep = self._live_factors, self._prep
+        solver = self._live_solver
+        F, prep = solver.factors, solver.prep
         d = F.diagonal()
         complex_ = np.iscomplexobj(d)
         if self.kind == "llt":
@@ -519,7 +437,8 @@ class Factorization:
             sign = -sign
         if F.perturbed.any():
             warnings.warn(
-                "slogdet is that of the matrix with perturbed pivots. " + self._perturbed_message(),
+                "slogdet is that of the matrix with perturbed pivots. "
+                + solver.perturbed_message(),
                 PastixWarning,
                 stacklevel=2,
             )
@@ -536,8 +455,7 @@ class Factorization:
         """
         if self.kind == "llt":
             return self.slogdet()[1]
-        hermitian = self.kind == "ldlh" or (self.kind == "ldlt" and not np.iscomplexobj(self._C))
-        if not hermitian or self.inertia()[0] != self.shape[0]:
+        if not self._hermitian() or self.inertia()[0] != self.shape[0]:
             raise PastixError(
                 f"logdet() needs a symmetric/Hermitian positive definite matrix, not this "
                 f"{self.kind} factorization; use slogdet()"
@@ -547,63 +465,63 @@ class Factorization:
     def inertia(self):
         """Numbers of positive, negative and zero eigenvalues (Sylvester's law on D).
 
-        Defined for real symmetric and Hermitian factorizations. Perturbed pivots
-        are counted as zero eigenvalues, with a warning that the split is unreliable.
+        Defined for real symmetric and Hermitian factorizations. Without perturbed
+        pivots it is exact. With perturbed pivots, D is that of a nearby matrix M;
+        when iterative refinement shrinks the error of a solve with a known answer
+        by at least :data:`INERTIA_CONTRACTION` per step, A and M provably have the
+        same inertia (see :meth:`Solver.contraction`) and the perturbed pivots count
+        with their signs. Otherwise (A singular, or too ill-conditioned for the
+        perturbation) they count as zero eigenvalues, and a warning says that the
+        split is unreliable.
         """
-        if self.kind == "lu" or (self.kind == "ldlt" and np.iscomplexobj(self._live_factors.L)):
+        if not self._hermitian():
             raise PastixError(
                 f"inertia is defined for real symmetric or Hermitian matrices, not kind "
                 f"{self.kind!r} on {self.dtype}"
             )
         n = self.shape[0]
-        F = self._live_factors
+        solver = self._live_solver
+        F = solver.factors
         if self.kind == "llt":
             return (n, 0, 0)
         d, one, two, det2 = _d_blocks(F)
         d, det2 = np.real(d), np.real(det2)
         pert = F.perturbed
-        one = one[~pert[one]]
+        rate = solver.contraction() if pert.any() else 0.0
+        exact = rate <= INERTIA_CONTRACTION
+        if not exact:
+            one = one[~pert[one]]
         trace = d[two] + d[two + 1]
         # A 2x2 pivot with negative determinant has one eigenvalue of each sign.
         pos = int(np.sum(d[one] > 0) + np.sum(det2 < 0) + 2 * np.sum((det2 > 0) & (trace > 0)))
         neg = int(np.sum(d[one] < 0) + np.sum(det2 < 0) + 2 * np.sum((det2 > 0) & (trace < 0)))
         zero = n - pos - neg
-        if pert.any():
+        if not exact:
             warnings.warn(
-                "inertia counts perturbed pivots as zero eigenvalues; it is unreliable. "
-                + self._perturbed_message(),
+                f"inertia counts perturbed pivots as zero eigenvalues; it is unreliable: "
+                f"refinement shrinks errors by only {rate:.2g} per step, so the "
+                f"perturbation is not small next to A's smallest eigenvalues (A may be "
+                f"singular). " + solver.perturbed_message(),
                 PastixWarning,
                 stacklevel=2,
             )
         return (pos, neg, zero)
 
+    def _hermitian(self):
+        """Whether the factored matrix is real symmetric or Hermitian (D's signs count)."""
+        if self.kind in ("llt", "ldlh"):
+            return True
+        if self.kind == "ldlt":
+            C = self._live_solver.C
+            return not np.iscomplexobj(C.data) or not C.data.imag.any()
+        return False
+
     def __repr__(self):
-        s = self.stats
+        s = self._stats
         return (
             f"<Factorization {self.shape[0]}x{self.shape[1]} {self.dtype} kind={self.kind} "
             f"entries={s['factor_entries']} perturbed={s['perturbed_pivots']}>"
         )
-
-
-def _pivot_order_gathers(prep, analysis, dtype):
-    """What a solve gathers its rows by, per op (``"N"``, and ``"T"`` for Aᵀ and Aᴴ):
-    ``(into, back, back's inverse, D_in, D_out)``, the scalings as columns in pivot
-    order (None when A is not scaled). Made once per factorization.
-
-    The row matching permutes the equations: it is read on the way in for A x = b, on
-    the way out for Aᵀ x = b; the scalings likewise, D_r in and D_c out for A.
-    """
-    perm, iperm = analysis.perm, analysis.iperm
-    if prep.row_perm is None:
-        matched, imatched = perm, iperm
-    else:
-        matched = prep.row_perm[perm]
-        imatched = inverse_permutation(matched)
-    dr = dc = None
-    if prep.scaled:
-        real = np.finfo(dtype).dtype  # keep single-precision solves single
-        dr, dc = (d.astype(real)[perm][:, None] for d in (prep.dr, prep.dc))
-    return {"N": (matched, perm, iperm, dr, dc), "T": (perm, matched, imatched, dc, dr)}
 
 
 def _d_blocks(F):
@@ -624,6 +542,11 @@ def _parity(p):
     return (n - ncycles) % 2
 
 
+def _norm_max(C):
+    """max |c_ij| of a sparse matrix (0 when it has no entries)."""
+    return float(np.abs(C.data).max()) if C.nnz else 0.0
+
+
 def _norm_inf(C):
     """‖C‖∞ of a canonical CSC matrix: the largest row sum of magnitudes."""
     if not C.nnz:
@@ -631,8 +554,19 @@ def _norm_inf(C):
     return float(np.bincount(C.indices, weights=np.abs(C.data), minlength=C.shape[0]).max())
 
 
-def _check_kind(kind, symmetry, complex_, where):
+def _admissible(C, symmetry):
+    """The kinds that fit canonical C, whose value symmetry is ``symmetry``."""
+    complex_ = np.iscomplexobj(C.data)
     allowed = ADMISSIBLE[(symmetry, complex_)]
+    if complex_ and symmetry == "hermitian" and not C.data.imag.any():
+        # Real values in a complex array: Hermitian and complex symmetric at once.
+        allowed = allowed | ADMISSIBLE[("symmetric", True)]
+    return allowed
+
+
+def _check_kind(kind, C, symmetry, where):
+    allowed = _admissible(C, symmetry)
+    complex_ = np.iscomplexobj(C.data)
     if kind not in allowed:
         what = {
             "symmetric": "complex symmetric" if complex_ else "symmetric",
@@ -742,12 +676,12 @@ def factorize(
     symmetry = matrix_symmetry(C)
     if kind == "auto":
         kind = {"hermitian": "llt", "general": "lu"}.get(symmetry, "ldlt" if complex_ else "llt")
-    _check_kind(kind, symmetry, complex_, "factorize")
+    _check_kind(kind, C, symmetry, "factorize")
     check_structural_rank(C)
     t1 = time.perf_counter()
     with blas_threads(threads):
         F = Factorization(C, kind, analysis, options)
-    F.stats["seconds"] = {"check": t1 - t0, **F.stats["seconds"]}
+    F._stats["seconds"] = {"check": t1 - t0, **F._stats["seconds"]}
     return F
 
 

@@ -16,8 +16,9 @@ import scipy.sparse as sp
 from threadpoolctl import ThreadpoolController
 
 from . import _numeric, _symbolic
-from .errors import NotPositiveDefiniteError
+from .errors import NotPositiveDefiniteError, OutOfMemoryError
 from .matrix import compact_index
+from .memory import check_memory
 from .options import available_cores
 from .ordering import inverse_permutation
 from .symbolic import cblk_parents, column_cblks
@@ -554,10 +555,22 @@ def factorize_numeric(B, analysis, layout, amap, kind, pivot_tol, progress=None,
     """
     n = B.shape[0]
     release_free_memory()
+    # The factors and the copy of B's entries in assembly order, before any of them.
+    itemsize = B.dtype.itemsize
+    needed = (2 if kind == "lu" else 1) * layout.size * itemsize + amap.src_l.size * itemsize
+    check_memory(needed, "the factors", _memory_advice(kind, B.dtype))
     # Zero pages the kernels fill: each panel gets A's entries (``entries``) when its
     # cblk is factored, so its first touch happens on the thread that factors it.
-    L = np.zeros(layout.size, dtype=B.dtype)
-    U = np.zeros(layout.size if kind == "lu" else 0, dtype=B.dtype)
+    try:
+        L = np.zeros(layout.size, dtype=B.dtype)
+        U = np.zeros(layout.size if kind == "lu" else 0, dtype=B.dtype)
+    except MemoryError:
+        raise OutOfMemoryError(
+            f"the factors need {needed / 2**30:.2f} GiB, which could not be allocated; "
+            + _memory_advice(kind, B.dtype),
+            needed=needed,
+            available=0,
+        ) from None
     entries = (
         B.data[amap.src_l],
         amap.pos_l,
@@ -593,6 +606,22 @@ def factorize_numeric(B, analysis, layout, amap, kind, pivot_tol, progress=None,
     for a in (L, U, lperm, pivtype, dsub):
         a.setflags(write=False)
     return Factors(kind, layout, L, U, lperm, pivtype, dsub, pert.astype(bool), threads)
+
+
+def _memory_advice(kind, dtype):
+    """What to try when the factors do not fit."""
+    tips = []
+    if np.dtype(dtype).char in "dD":
+        tips.append("a single-precision matrix (A.astype(numpy.float32)) halves the factors")
+    if kind == "lu":
+        tips.append(
+            "a symmetric matrix factored as kind='llt' or 'ldlt' stores one factor, not two"
+        )
+    tips.append(
+        "another ordering may fill less (pastixpy.analyze(A, ordering=...).stats"
+        "['memory_bytes'] forecasts each before any allocation)"
+    )
+    return "; ".join(tips)
 
 
 def _check_failed(failed, analysis):

@@ -224,12 +224,14 @@ def order(xadj, adjncy, ordering="auto", pairs=None, *, cost=None, threads=1):
 
     children = threads - 1 if concurrent else 0
     min_cost = 0 if explicit else METIS_SECOND_RUN_FLOPS
-    perms, costs = _cheapest_runs(run, ufactors, cost, children, min_cost)
+    # Runs the user asked for are all made; a speculative one that failed in its child
+    # (out of memory, most likely) is dropped, not made again here.
+    perms, costs, done = _cheapest_runs(run, ufactors, cost, children, min_cost, explicit)
     seconds = {"compress": t1 - t0, "order": time.perf_counter() - t1}
     if len(costs) < 2:
         return Ordering(perms[0], name, ngroups, seconds)
     candidates = tuple(
-        ({"seed": seed, "ufactor": u}, c) for u, c in zip(ufactors, costs, strict=True)
+        ({"seed": seed, "ufactor": ufactors[i]}, c) for i, c in zip(done, costs, strict=True)
     )
     return Ordering(perms[int(np.argmin(costs))], name, ngroups, seconds, candidates)
 
@@ -296,27 +298,35 @@ def _metis(xadj, adjncy, weights, seed, ufactor):
     return np.asarray(perm, dtype=np.int64)
 
 
-def _cheapest_runs(run, ufactors, cost, children, min_cost):
+def _cheapest_runs(run, ufactors, cost, children, min_cost, redo=True):
     """``run(u)`` for each ufactor and the ``cost`` of each result: the first run here
     while up to ``children`` others run in forked processes (see :func:`order`). The
-    others count only if the first costs at least ``min_cost`` (then a child that
-    failed, or had no process, is run here); else the children are stopped."""
+    others count only if the first costs at least ``min_cost`` (then, with ``redo``, a
+    child that failed or had no process is run here; without, it is left out); else
+    the children are stopped. Returns the permutations, their costs and the indices
+    of their ufactors."""
     started = {}
     try:
         for i in range(1, min(children + 1, len(ufactors))):
             try:
                 started[i] = _start_child(lambda u=ufactors[i]: run(u))
-            except OSError:  # no process to spare (limits, memory): run it here
+            except OSError:  # no process to spare (limits, memory)
                 break
         perms = [run(ufactors[0])]
         costs = [cost(perms[0])] if len(ufactors) > 1 else []
         if not costs or costs[0] < min_cost:
-            return perms, costs
+            return perms, costs, [0]
+        done = [0]
         for i, u in enumerate(ufactors[1:], start=1):
             perm = started.pop(i).wait() if i in started else None
-            perms.append(perm if perm is not None and perm.size == perms[0].size else run(u))
-            costs.append(cost(perms[-1]))
-        return perms, costs
+            if perm is None or perm.size != perms[0].size:
+                if not redo:
+                    continue
+                perm = run(u)
+            perms.append(perm)
+            costs.append(cost(perm))
+            done.append(i)
+        return perms, costs, done
     finally:
         for child in started.values():
             child.kill()

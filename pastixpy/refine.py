@@ -35,9 +35,14 @@ def backward_error(matvec, x, b, norm_a, rows=None):
         r = matvec(x)
         np.subtract(b, r, out=r)
         num, norm_x, norm_b = _max_abs(r), _max_abs(x), _max_abs(b)
-    den = norm_a * norm_x + norm_b
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        den = norm_a * norm_x + norm_b
         berr = num / den
+        # ‖A‖‖x‖ beyond the largest float (entries scaled by 1e±150): the same
+        # ratio with x's norm divided out of both terms first.
+        over = np.isinf(den) & (norm_x > 0)
+        if over.any():
+            berr[over] = (num[over] / norm_x[over]) / (norm_a + norm_b[over] / norm_x[over])
     berr[(den == 0) & (num == 0)] = 0.0  # x = b = 0 exactly
     # A NaN or Inf anywhere (solution, residual) is no solution at all.
     return np.where(np.isfinite(berr), berr, np.inf)
@@ -127,7 +132,9 @@ def _krylov(matvec, solve, b, x, norm_a, tol, berr, maxiter, method, rows):
         def tick(_, count=count):
             count[0] += 1
 
-        atol = 0.5 * tol * (norm_a * np.abs(x[:, j]).max() + np.abs(b[:, j]).max())
+        with np.errstate(over="ignore"):
+            scale = norm_a * np.abs(x[:, j]).max() + np.abs(b[:, j]).max()
+        atol = 0.5 * tol * min(scale, np.finfo(np.float64).max)
         if method == "cg":
             xj, _ = sla.cg(
                 A, b[:, j], x0=x[:, j], rtol=0.0, atol=atol, maxiter=maxiter, M=M, callback=tick

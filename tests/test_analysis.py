@@ -546,6 +546,33 @@ def test_a_failed_metis_child_is_redone_in_the_parent(monkeypatch):
     assert forked.stats["ordering_candidates"] == serial.stats["ordering_candidates"]
 
 
+def test_a_failed_speculative_metis_child_is_not_redone(monkeypatch):
+    """The second METIS run that the analysis starts on its own (a forecast says it may
+    pay) is dropped when its child fails, most likely for memory: running it again here
+    would double the ordering's time on the way to the same shortage."""
+    import os
+
+    from pastixpy import ordering
+
+    parent, metis = os.getpid(), ordering._metis
+    runs_here = []
+
+    def fails_in_child(*args):
+        if os.getpid() != parent:
+            os._exit(3)
+        runs_here.append(args[-1])
+        return metis(*args)
+
+    A = laplacian((16, 16, 16))
+    monkeypatch.setattr(ordering, "METIS_SECOND_RUN_MIN_VERTICES", 0)
+    monkeypatch.setattr(ordering, "METIS_SECOND_RUN_FLOPS", 0)
+    monkeypatch.setattr(ordering, "_metis", fails_in_child)
+    an = pastixpy.analyze(A, ordering="metis", threads=2)
+    assert runs_here == [ordering.METIS_UFACTORS[0]]
+    assert an.stats["ordering_candidates"] == []
+    assert np.array_equal(an.perm, pastixpy.analyze(A, ordering="metis", threads=1).perm)
+
+
 def test_metis_runs_here_when_no_process_can_be_forked(monkeypatch):
     import os
 

@@ -102,9 +102,10 @@ def test_threaded_solves_match_one_thread(make, kind, dtype, threads):
         for b in (B[:, 0], B):
             x = F.solve(b, trans=trans)
             one = dataclasses.replace(F._factors, threads=1)
-            parallel, F._factors = F._factors, one
+            parallel = F._solver
+            F._solver = dataclasses.replace(parallel, factors=one)
             ref = F.solve(b, trans=trans)
-            F._factors = parallel
+            F._solver = parallel
             _assert_close(x, ref, dtype, factor=100)
 
 
@@ -217,7 +218,7 @@ def test_perturbed_pivots_are_the_same(kind):
     for threads in (1, 2, 2, 3):
         F = pastixpy.factorize(A, kind=kind, threads=threads, matching="off")
         counts.add(F.stats["perturbed_pivots"])
-        columns.add(tuple(sorted(F._perturbed_columns)))
+        columns.add(tuple(sorted(F._solver.perturbed_columns)))
     assert counts == {3} and len(columns) == 1
 
 
@@ -352,3 +353,52 @@ def test_a_forked_child_can_factorize():
         pytest.fail("the forked child hung in the factorization")
     threads, error = queue.get(timeout=5)
     assert child.exitcode == 0 and threads == 1 and error <= 1e-10
+
+
+@pytest.mark.filterwarnings("ignore::pastixpy.PastixWarning")  # catch_warnings is not thread-safe
+def test_a_failing_solve_leaves_other_threads_alone():
+    """Six threads solve with one factorization of a singular matrix (a column the sum
+    of two others); one of them with a right-hand side outside its range, which
+    refinement cannot solve. That one gets its SingularMatrixError; the others solve,
+    each seeing its own statistics. (A failing solve used to refactor on wider
+    supernodes, freeing the factors first: the others then read "its last refactorize()
+    failed", and F.stats was the last writer's.)"""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    M = convection_diffusion3d(12).tolil()
+    M[:, 5] = M[:, 4].toarray() + M[:, 6].toarray()
+    A = sp.csc_array(M)
+    n = A.shape[0]
+    F = pastixpy.factorize(A, refine="ir")
+    assert F.stats["perturbed_pivots"] >= 1
+    rng = np.random.default_rng(4)
+    consistent = [A @ rng.standard_normal(n) for _ in range(5)]
+    inconsistent = np.ones(n)
+    barrier = threading.Barrier(6)
+    norm_a = abs(A).sum(axis=1).max()
+
+    def work(t):
+        barrier.wait()
+        results = []
+        for r in range(10):
+            b = inconsistent if t == 0 else consistent[(t + r) % 5]
+            try:
+                x = F.solve(b)
+            except pastixpy.PastixError as exc:
+                results.append((type(exc).__name__, str(exc)))
+                continue
+            mine = np.abs(A @ x - b).max() / (norm_a * np.abs(x).max() + np.abs(b).max())
+            results.append(("solved", float(mine), F.stats["backward_error"]))
+        return results
+
+    with ThreadPoolExecutor(6) as pool:
+        outcomes = list(pool.map(work, range(6)))
+    assert {kind for kind, *_ in outcomes[0]} == {"SingularMatrixError"}
+    assert "numerically singular" in outcomes[0][0][1]
+    for results in outcomes[1:]:
+        assert all(kind == "solved" for kind, *_ in results), results
+        for _, mine, reported in results:
+            # Each thread's F.stats is its own last solve, not another thread's.
+            assert mine <= 1e-14 and reported == pytest.approx(mine, rel=0.5, abs=1e-17)
+    assert not F.stats["coarsened"]  # no solve refactored

@@ -1,0 +1,122 @@
+"""How much memory this process may still take, and the check made before the factors
+are allocated.
+
+Three limits can stop an allocation, and the smallest counts: the address-space
+limit (``ulimit -v``, RLIMIT_AS) less the address space already mapped, the
+memory cgroup's limit less its usage (containers, batch schedulers), and the
+system's available memory plus free swap. Linux only; elsewhere nothing is
+known and nothing is refused.
+"""
+
+import os
+import resource
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import OutOfMemoryError
+
+#: A cgroup "limit" this large means no limit (cgroup v1 reports 2⁶³ rounded to pages).
+_NO_LIMIT = 2**60
+
+
+@dataclass(frozen=True)
+class Headroom:
+    """Bytes this process may still allocate, and which limit sets that figure."""
+
+    bytes: int
+    limit: str
+
+
+def headroom():
+    """The :class:`Headroom` of this process, or None where no limit is known."""
+    found = [h for h in (_address_space(), _cgroup(), _system()) if h is not None]
+    return min(found, key=lambda h: h.bytes) if found else None
+
+
+def check_memory(needed, what, advice):
+    """Raise :class:`OutOfMemoryError` when ``needed`` bytes exceed the headroom.
+
+    ``what`` names the allocation (``"the factors"``), ``advice`` says what to try.
+    """
+    room = headroom()
+    if room is None or needed <= room.bytes:
+        return
+    raise OutOfMemoryError(
+        f"{what} need {_gib(needed)} but this process may take only {_gib(room.bytes)} "
+        f"more ({room.limit}); {advice}",
+        needed=needed,
+        available=room.bytes,
+    )
+
+
+def _gib(nbytes):
+    return f"{nbytes / 2**30:.2f} GiB"
+
+
+def _address_space():
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft == resource.RLIM_INFINITY:
+        return None
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    mapped = pages * os.sysconf("SC_PAGE_SIZE")
+    return Headroom(max(0, soft - mapped), f"address-space limit {_gib(soft)}, ulimit -v")
+
+
+def _cgroup():
+    """Limit less usage of this process's memory cgroup (v2, else v1), when limited."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        hid, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        if hid == "0" and controllers == "":
+            found = _cgroup_files("/sys/fs/cgroup", path, "memory.max", "memory.current")
+            if found is None:
+                found = _cgroup_files(
+                    "/sys/fs/cgroup/unified", path, "memory.max", "memory.current"
+                )
+        elif "memory" in controllers.split(","):
+            found = _cgroup_files(
+                "/sys/fs/cgroup/memory", path, "memory.limit_in_bytes", "memory.usage_in_bytes"
+            )
+        else:
+            continue
+        if found is not None:
+            return found
+    return None
+
+
+def _cgroup_files(root, path, limit_name, usage_name):
+    """The tightest limit less usage from the cgroup's folder up to the root (inside a
+    container the folder may be mounted as the root itself)."""
+    best = None
+    folder = Path(root + path)
+    candidates = [folder, *folder.parents] if folder.is_dir() else [Path(root)]
+    for d in candidates:
+        if not str(d).startswith(root):
+            break
+        try:
+            raw = (d / limit_name).read_text().strip()
+            usage = int((d / usage_name).read_text().strip())
+        except (OSError, ValueError):
+            continue
+        if raw == "max" or int(raw) >= _NO_LIMIT:
+            continue
+        limit = int(raw)
+        room = Headroom(max(0, limit - usage), f"memory cgroup limit {_gib(limit)}")
+        if best is None or room.bytes < best.bytes:
+            best = room
+    return best
+
+
+def _system():
+    try:
+        info = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
+        kib = int(info["MemAvailable"].split()[0]) + int(info.get("SwapFree", "0 kB").split()[0])
+    except (OSError, ValueError, KeyError):
+        return None
+    return Headroom(kib * 1024, "the system's available memory and free swap")

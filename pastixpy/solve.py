@@ -1,0 +1,352 @@
+"""Solve phase: b into the factored space, the triangular solves, back, then refinement.
+
+A :class:`Solver` holds everything a solve reads, fixed when the factorization is
+made: the matrix, its preprocessing, the factors and the gathers between the user's
+numbering and pivot order. It is never modified, so any number of threads can solve
+with one at once, and a refactorization replaces it as a whole (solves already
+running finish on the one they started with). What a solve finds out (backward
+error, refinement steps, time) comes back as a :class:`SolveInfo`.
+"""
+
+import time
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse.linalg as sla
+
+from .errors import SingularMatrixError
+from .numeric import blas_threads, permuted_rows, unpermute_rows
+from .ordering import inverse_permutation
+from .refine import backward_error, refine
+
+
+class PastixWarning(UserWarning):
+    """Results that hold but deserve attention (perturbed pivots, unreliable inertia)."""
+
+
+def default_tol(dtype):
+    """Backward error a solve is expected to reach in this precision."""
+    return 1e-6 if np.dtype(dtype).char in "fF" else 1e-12
+
+
+#: The "too ill-conditioned" diagnosis needs the condition number estimate to be at
+#: least this fraction of 1 / eps: below it, refinement converges on a sound
+#: factorization, so a failure is the factorization's fault, not the matrix's.
+ILL_CONDITIONED = 1e-2
+
+
+#: Backward errors up to this many units of roundoff are the precision's own limit:
+#: a tolerance below it cannot be reached by any solver.
+PRECISION_FLOOR = 10
+
+
+@dataclass(frozen=True)
+class SolveInfo:
+    """What one solve found: the worst backward error over its columns, the
+    refinement steps and Krylov iterations it took, and its wall time."""
+
+    backward_error: float
+    refinement_steps: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Solver:
+    """The solve of one factorization (see the module docstring).
+
+    Attributes
+    ----------
+    kind : str
+    C : scipy.sparse.csc_array
+        The matrix as given (canonical), for residuals.
+    prep : Preprocessing
+    factors : Factors
+    norm_a : float
+        ‖C‖∞, for backward errors.
+    pivot_tol : float
+    perturbed_columns : tuple of int
+        Columns of C whose pivots static pivoting replaced.
+    refine : (str, dict)
+        The refinement option, parsed.
+    threads : int or None
+        BLAS threads for the solves (None: as configured).
+    gathers : dict
+        See :func:`pivot_order_gathers`.
+    """
+
+    kind: str
+    C: object
+    prep: object
+    factors: object
+    norm_a: float
+    pivot_tol: float
+    perturbed_columns: tuple
+    refine: tuple
+    threads: int | None
+    gathers: dict
+
+    @property
+    def dtype(self):
+        return self.C.dtype
+
+    @property
+    def n(self):
+        return self.C.shape[0]
+
+    # ------------------------------------------------------------------ one solve
+
+    def solve(self, b2, trans="N", warn=True):
+        """Solve op(A) X = B for a checked 2-D ``b2``; returns ``(x, SolveInfo)``.
+
+        x has the dtype promoted from A's and b2's. Raises SingularMatrixError
+        when refinement cannot reach the requested backward error.
+        """
+        t0 = time.perf_counter()
+        dtype = np.promote_types(self.dtype, b2.dtype)
+        with blas_threads(self.threads):
+            if np.iscomplexobj(b2) and not np.iscomplexobj(np.empty(0, self.dtype)):
+                # Real factors: the real and imaginary parts are two real systems.
+                re, berr_re, s_re = self._checked(self._real_part(b2.real), trans, warn)
+                im, berr_im, s_im = self._checked(self._real_part(b2.imag), trans, warn)
+                x, berr, steps = re + 1j * im, max(berr_re, berr_im), s_re + s_im
+            else:
+                x, berr, steps = self._checked(b2.astype(self.dtype, copy=False), trans, warn)
+        info = SolveInfo(berr, steps, time.perf_counter() - t0)
+        return x.astype(dtype, copy=False), info
+
+    def _real_part(self, a):
+        return np.ascontiguousarray(a, dtype=self.dtype)
+
+    def _checked(self, b, trans, warn):
+        """Refined x, its worst backward error and the steps, or SingularMatrixError."""
+        x, berr, steps = self.refined(b, trans)
+        method, kw = self.refine
+        tol = kw.get("tol", default_tol(self.dtype))
+        worst = float(berr.max()) if berr.size else 0.0
+        if method != "none" and worst > tol:
+            raise self._failure(worst, tol, trans)
+        if warn and self.perturbed_columns and method != "none":
+            warnings.warn(
+                self.perturbed_message() + f"; the solution reached backward error {worst:.1e}",
+                PastixWarning,
+                stacklevel=5,
+            )
+        if not np.isfinite(x).all():
+            raise SingularMatrixError("the solve produced non-finite values: A is singular")
+        return x, worst, steps
+
+    def refined(self, b, trans):
+        """x for op(A) x = b (2-D, A's dtype), refined as the ``refine`` option says.
+
+        Returns ``(x, backward error of each column, steps)``; never raises for
+        accuracy (:meth:`solve` does).
+        """
+        x = self.apply_inverse(b, trans)
+        method, kw = self.refine
+        tol = kw.get("tol", default_tol(self.dtype))
+        matvec = lambda X: self.matvec(X, trans)  # noqa: E731
+        rows = self.op_rows(trans)
+        if method == "none":
+            return x, backward_error(matvec, x, b, self.norm_a, rows), 0
+        needed = bool(self.perturbed_columns) or self.prep.scaled
+        krylov = {"ir": None, "cg": "cg"}.get(method, "gmres")
+        if method == "auto" and self.kind == "llt":
+            krylov = "cg"
+        return refine(
+            matvec,
+            lambda R: self.apply_inverse(R, trans, overwrite=True),
+            b,
+            x,
+            self.norm_a,
+            tol,
+            kw.get("maxiter", 10),
+            krylov,
+            always=method != "auto" or needed,
+            rows=rows,
+        )
+
+    def apply_inverse(self, R, trans, overwrite=False):
+        """x = A⁻¹ R (or A⁻ᵀ, A⁻ᴴ) with the factors, no refinement. R: (n, k) in A's dtype.
+
+        With ``overwrite``, x is written into R (a refinement's residual): the rows go
+        back to their order by a gather into an array already in memory, not into a
+        new one nor by following the permutation's cycles in place.
+        """
+        conj_op = trans == "H" or (
+            trans == "T" and self.kind in ("llt", "ldlh") and np.iscomplexobj(R)
+        )
+        if conj_op:  # Aᴴ = conj(Aᵀ), and Aᵀ = conj(A) for the Hermitian kinds
+            X = self.apply_inverse(np.conj(R), "T" if trans == "H" else "N", overwrite=True)
+            return np.conj(X, out=X)
+        into, back, inverse, d_in, d_out = self.gathers["N" if trans == "N" else "T"]
+        # Rows gathered into pivot order, row-major for the kernels, in one pass, and
+        # scaled there: X is the solution's only array (each n x k array is a
+        # page-fault bill, and a pass over it). Then the same backwards.
+        X = permuted_rows(R, into)
+        if d_in is not None:
+            X *= d_in
+        self.factors.solve_inplace(X, "T" if trans == "T" and self.kind == "lu" else "N")
+        if d_out is not None:
+            X *= d_out
+        out = R if overwrite and R.flags.c_contiguous and R.flags.writeable else None
+        return unpermute_rows(X, back, inverse, out=out)
+
+    def matvec(self, X, trans):
+        C = self.C
+        if trans == "N":
+            return C @ X
+        if trans == "T":
+            return C.T @ X
+        return C.conj().T @ X
+
+    def op_rows(self, trans):
+        """op(A) by rows, ``(indptr, indices, data, conj)``, for the backward error.
+
+        C's columns are the rows of Cᵀ (conjugated: of Cᴴ), and of C itself for the
+        symmetric and Hermitian kinds. None for LU's C, whose rows are not at hand.
+        """
+        C = self.C
+        if trans == "N" and self.kind == "lu":
+            return None
+        hermitian = self.kind in ("llt", "ldlh")
+        conj = np.iscomplexobj(C.data) and (trans == "H" or (trans == "N" and hermitian))
+        return C.indptr, C.indices, C.data, conj
+
+    # ------------------------------------------------------------------ diagnosis
+
+    def probe(self):
+        """Whether refinement reaches its tolerance on a system with a known solution.
+
+        b = A x₀ for a fixed random x₀ lies in A's range even when A is singular, so
+        a failure here is the factorization's (static pivoting defeated refinement),
+        not the right-hand side's.
+        """
+        b = np.ascontiguousarray(self.C @ self._known_solution(0))
+        with blas_threads(self.threads):
+            _, berr, _ = self.refined(b, "N")
+        tol = self.refine[1].get("tol", default_tol(self.dtype))
+        return bool((berr <= tol).all())
+
+    def _known_solution(self, seed):
+        """A fixed random (n, 1) x₀ in A's dtype, for a system b = A x₀ in A's range."""
+        rng = np.random.default_rng(seed)
+        x0 = rng.standard_normal((self.n, 1))
+        if np.iscomplexobj(np.empty(0, self.dtype)):
+            x0 = x0 + 1j * rng.standard_normal((self.n, 1))
+        return x0.astype(self.dtype)
+
+    def contraction(self, steps=3):
+        """How much one step of iterative refinement shrinks the error, at worst.
+
+        Solves A x = A x₀ for a fixed random x₀, so that the error of each step is
+        known exactly, and returns the largest ratio of successive error norms over
+        ``steps`` steps (while the error is above the precision's floor; 0 when the
+        first solve is already there). The step's error map is I - M⁻¹A = M⁻¹E, M
+        the factored matrix and E = M - A what static pivoting and rounding changed:
+        a ratio well below 1 bounds its spectral radius, which proves A + sE
+        nonsingular for every s in [0, 1], so that A and M have the same inertia.
+        """
+        x0 = self._known_solution(1)
+        b = np.ascontiguousarray(self.C @ x0)
+        floor = 100 * np.finfo(self.dtype).eps * np.abs(x0).max()
+        worst = 0.0
+        with blas_threads(self.threads), np.errstate(all="ignore"):
+            x = self.apply_inverse(b.copy(), "N")
+            err = np.abs(x - x0).max()
+            for _ in range(steps):
+                if not np.isfinite(err):
+                    return np.inf
+                if err <= floor:
+                    break
+                r = b - self.matvec(x, "N")
+                x = x + self.apply_inverse(np.ascontiguousarray(r), "N")
+                new = np.abs(x - x0).max()
+                worst = max(worst, new / err)
+                err = new
+        return float(worst) if np.isfinite(err) else np.inf
+
+    def condition_estimate(self):
+        """Estimate of κ₁(A) = ‖A‖₁ ‖A⁻¹‖₁ (Hager and Higham's estimator, a few solves)."""
+        n = self.n
+        norm1 = float(abs(self.C).sum(axis=0).max())
+        inv = sla.LinearOperator(
+            (n, n),
+            matvec=lambda v: self.apply_inverse(_column(v, self.dtype), "N")[:, 0],
+            rmatvec=lambda v: self.apply_inverse(_column(v, self.dtype), "H")[:, 0],
+            matmat=lambda V: self.apply_inverse(np.ascontiguousarray(V, self.dtype), "N"),
+            rmatmat=lambda V: self.apply_inverse(np.ascontiguousarray(V, self.dtype), "H"),
+            dtype=self.dtype,
+        )
+        with np.errstate(all="ignore"):
+            est = sla.onenormest(inv) if n > 4 else np.abs(_dense_inverse(inv, n)).sum(0).max()
+        return float(norm1 * est) if np.isfinite(est) else np.inf
+
+    def _failure(self, worst, tol, trans):
+        """The SingularMatrixError for a solve that refinement left at ``worst`` > ``tol``."""
+        if self.perturbed_columns:
+            return SingularMatrixError(
+                f"the matrix is numerically singular: refinement reached a backward error "
+                f"of {worst:.2e}, not {tol:.0e}. {self.perturbed_message()}. Check the "
+                "model (constraints, boundary conditions) or use a least-squares solver",
+                columns=self.perturbed_columns,
+            )
+        eps = np.finfo(self.dtype).eps
+        if worst <= PRECISION_FLOOR * eps:
+            return SingularMatrixError(
+                f"the solve reached a backward error of {worst:.2e}, the limit of "
+                f"{self.dtype} (unit roundoff {eps:.1e}), but tol={tol:.0e} asks for less: "
+                f"give a tol of at least {PRECISION_FLOOR * eps:.0e}"
+            )
+        cond = self.condition_estimate()
+        if cond * eps >= ILL_CONDITIONED:
+            return SingularMatrixError(
+                f"the solve reached a backward error of {worst:.2e}, not {tol:.0e}: the matrix "
+                f"is too ill-conditioned for this precision (condition number about "
+                f"{cond:.1e}, unit roundoff {eps:.1e}), and refinement could not recover what "
+                "the factorization lost; use float64/complex128 or scale it"
+            )
+        return SingularMatrixError(
+            f"the solve reached a backward error of {worst:.2e}, not {tol:.0e}, although "
+            f"the matrix is not ill-conditioned (condition number about {cond:.1e}): the "
+            f"{self.kind} factorization lost accuracy to element growth in its pivots. "
+            "Try kind='lu', refine='gmres', or float64/complex128"
+        )
+
+    def perturbed_message(self):
+        cols = self.perturbed_columns
+        shown = ", ".join(map(str, cols[:10]))
+        more = f" and {len(cols) - 10} more" if len(cols) > 10 else ""
+        return (
+            f"{len(cols)} pivot(s) smaller than {self.pivot_tol:.2e} were perturbed (static "
+            f"pivoting) at column(s) {shown}{more}: the matrix may be singular or nearly so"
+        )
+
+
+def _column(v, dtype):
+    return np.ascontiguousarray(np.asarray(v, dtype=dtype).reshape(-1, 1))
+
+
+def _dense_inverse(op, n):
+    return op.matmat(np.eye(n))
+
+
+def pivot_order_gathers(prep, analysis, dtype):
+    """What a solve gathers its rows by, per op (``"N"``, and ``"T"`` for Aᵀ and Aᴴ):
+    ``(into, back, back's inverse, D_in, D_out)``, the scalings as columns in pivot
+    order (None when A is not scaled). Made once per factorization.
+
+    The row matching permutes the equations: it is read on the way in for A x = b, on
+    the way out for Aᵀ x = b; the scalings likewise, D_r in and D_c out for A.
+    """
+    perm, iperm = analysis.perm, analysis.iperm
+    if prep.row_perm is None:
+        matched, imatched = perm, iperm
+    else:
+        matched = prep.row_perm[perm]
+        imatched = inverse_permutation(matched)
+    dr = dc = None
+    if prep.scaled:
+        real = np.finfo(dtype).dtype  # keep single-precision solves single
+        dr, dc = (d.astype(real)[perm][:, None] for d in (prep.dr, prep.dc))
+    return {"N": (matched, perm, iperm, dr, dc), "T": (perm, matched, imatched, dc, dr)}
