@@ -2,9 +2,11 @@
 they are allocated, and a shortfall is a package error that says what to try."""
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -77,12 +79,17 @@ except BaseException as exc:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS and /proc: Linux")
-def test_an_address_space_limit_gives_a_package_error():
+def test_an_address_space_limit_gives_a_package_error(tmp_path):
+    # Away from the source tree, on the package these tests import (an installed one
+    # has its compiled modules where the sources have none).
+    env = {**os.environ, "PYTHONPATH": str(Path(pastixpy.__file__).parents[1])}
     out = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(_UNDER_LIMIT)],
         capture_output=True,
         text=True,
         timeout=300,
+        cwd=tmp_path,
+        env=env,
     )
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout.strip().splitlines()[-1])
