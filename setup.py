@@ -1,8 +1,9 @@
 """Build the Cython extension modules of pastixpy.
 
-Kernels live in ``csrc/`` (numeric and symbolic) and ``ordering/`` (ordering
-engine); each ``.pyx`` becomes ``pastixpy._<name>``. Release builds optimize
-and turn Cython's bounds checks off; ``PASTIXPY_DEBUG=1`` turns them on.
+Kernels live in ``csrc/`` (numeric and symbolic; the numeric module's source is split
+by concern into ``csrc/numeric/*.pxi``) and ``ordering/`` (ordering engine); each
+``.pyx`` becomes ``pastixpy._<name>``. Release builds optimize and turn Cython's
+bounds checks off; ``PASTIXPY_DEBUG=1`` turns them on.
 """
 
 import os
@@ -32,7 +33,7 @@ extensions = [
         name,
         [src],
         include_dirs=[np.get_include(), "csrc"],
-        depends=[str(path) for path in Path("csrc").glob("*.h")],
+        depends=[str(path) for path in [*Path("csrc").glob("*.h"), *Path("csrc").glob("*/*.pxi")]],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
         extra_compile_args=(["-O0", "-g"] if DEBUG else ["-O3"])
         + (["-fopenmp"] if name in OPENMP else []),
@@ -45,8 +46,8 @@ extensions = [
 #: Compiler flags used where the compiler takes them. ``-fcx-fortran-rules``: complex
 #: products inline, by the textbook formula (as Fortran and LAPACK compute them),
 #: instead of a libgcc call per product that recovers infinities from NaN parts, which
-#: inputs checked finite never need; division keeps its range reduction. Complex
-#: LDLᵀ on a 2D Helmholtz problem: factorization 0.7 -> 0.5 s, solves 1.6x faster.
+#: inputs checked finite never need; division keeps its range reduction (see
+#: docs/design.md for what it gains).
 OPTIONAL_FLAGS = [] if DEBUG else ["-fcx-fortran-rules"]
 
 

@@ -1,4 +1,5 @@
-"""The benchmark problems: generated FD/FEM matrices and the largest real ones in shared/matrices.
+"""The benchmark problems: generated FD/FEM matrices (from the package's registry,
+pastixpy.gallery.PROBLEMS) and the largest real ones in shared/matrices.
 
 Each :class:`Problem` knows how to build its matrix, its structure (which
 decides the factorization each solver uses) and its grid dimension (which
@@ -14,7 +15,7 @@ from pathlib import Path
 import scipy.io
 import scipy.sparse as sp
 
-from pastixpy.gallery import convection_diffusion3d, elasticity3d, helmholtz2d, laplacian
+from pastixpy.gallery import PROBLEMS
 
 #: Structures: which factorization the solvers use.
 STRUCTURES = {
@@ -103,8 +104,8 @@ def all_problems(quick=False):
         Problem(
             "lap2d",
             f"2D Laplacian {lap2}²",
-            "spd",
-            lambda: laplacian((lap2, lap2)),
+            PROBLEMS["lap2d"].structure,
+            lambda: PROBLEMS["lap2d"](lap2),
             2,
         )
     ]
@@ -113,8 +114,8 @@ def all_problems(quick=False):
             Problem(
                 f"lap3d-{m}",
                 f"3D Laplacian {_cube(m)}",
-                "spd",
-                (lambda m=m: laplacian((m, m, m))),
+                PROBLEMS["lap3d"].structure,
+                (lambda m=m: PROBLEMS["lap3d"](m)),
                 3,
             )
         )
@@ -122,22 +123,22 @@ def all_problems(quick=False):
         Problem(
             "elast3d",
             f"3D elasticity {'x'.join(map(str, elast))} el.",
-            "spd",
-            lambda: elasticity3d(elast),
+            PROBLEMS["elast3d"].structure,
+            lambda: PROBLEMS["elast3d"](elast),
             3,
         ),
         Problem(
             "helmholtz",
             f"2D Helmholtz {helm}², ppw 10",
-            "csym",
-            lambda: helmholtz2d(helm, ppw=10),
+            PROBLEMS["helmholtz2d"].structure,
+            lambda: PROBLEMS["helmholtz2d"](helm),
             2,
         ),
         Problem(
             "convdiff",
             f"3D convection-diffusion {_cube(conv)}",
-            "unsym",
-            lambda: convection_diffusion3d(conv),
+            PROBLEMS["convdiff3d"].structure,
+            lambda: PROBLEMS["convdiff3d"](conv),
             3,
         ),
     ]

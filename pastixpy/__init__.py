@@ -8,6 +8,7 @@ from .analysis import Analysis, analyze
 from .api import Factorization, PastixWarning, factorize, factorized, spsolve
 from .errors import (
     InvalidInputError,
+    MixedPrecisionError,
     NotPositiveDefiniteError,
     OptionError,
     OutOfMemoryError,
@@ -26,6 +27,7 @@ __all__ = [
     "EliminationTree",
     "Factorization",
     "InvalidInputError",
+    "MixedPrecisionError",
     "NotPositiveDefiniteError",
     "OptionError",
     "Ordering",

@@ -1,67 +1,34 @@
 """The user's surface: ``factorize`` → :class:`Factorization`, ``spsolve``, ``factorized``.
 
-A factorization runs the pipeline phase by phase: canonical matrix → kind →
-structural check → preprocessing (matching, scaling) → analysis → numeric
-factorization; a solve maps b into the factored space, runs the triangular
-solves, maps back, and refines.
+:func:`factorize` checks A and its options, then runs the pipeline
+(:mod:`pastixpy.pipeline`: preprocess → analyze → numeric, with its retries); the
+:class:`Factorization` it returns is the handle a user holds: solves (through the
+pipeline's :class:`~pastixpy.solve.Solver`), refactorizations, determinants, inertia.
 """
 
 import threading
 import time
 import warnings
-from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as sla
 
-from .analysis import analyze
-from .errors import (
-    InvalidInputError,
-    NotPositiveDefiniteError,
-    PastixError,
-    PatternMismatchError,
-)
+from . import pipeline
+from .errors import InvalidInputError, PastixError, PatternMismatchError
+from .kinds import auto_kind, check_kind
 from .matrix import canonical_csc, matrix_symmetry
-from .numeric import AssemblyMap, PanelLayout, blas_threads, factorize_numeric
-from .options import parse_option
-from .ordering import METIS_UFACTORS, ORDERINGS
-from .preprocess import check_structural_rank, preprocess
-from .solve import PastixWarning, Solver, pivot_order_gathers
+from .numeric import blas_threads, parity
+from .options import Options
+from .preprocess import check_structural_rank
+from .solve import PastixWarning
 
 __all__ = ["Factorization", "PastixWarning", "factorize", "factorized", "spsolve"]
-
-KINDS = {"auto": set(), "llt": set(), "ldlt": set(), "ldlh": set(), "lu": set()}
-REFINE = {
-    "auto": {"tol", "maxiter"},
-    "ir": {"tol", "maxiter"},
-    "gmres": {"tol", "maxiter"},
-    "cg": {"tol", "maxiter"},
-    "none": set(),
-}
-SWITCH = {"auto": set(), "on": set(), "off": set()}
-
-#: Which kinds each value symmetry admits (real "symmetric" is also Hermitian; a
-#: complex Hermitian matrix whose values are all real is also complex symmetric,
-#: see :func:`_admissible`).
-ADMISSIBLE = {
-    ("symmetric", False): {"llt", "ldlt", "ldlh", "lu"},
-    ("symmetric", True): {"ldlt", "lu"},
-    ("hermitian", True): {"llt", "ldlh", "lu"},
-    ("general", False): {"lu"},
-    ("general", True): {"lu"},
-}
-
 
 #: :meth:`Factorization.inertia` counts perturbed pivots by their signs when one step
 #: of iterative refinement shrinks the error at least this much (a contraction below 1
 #: proves the inertia exact; the margin covers an estimate made from a few steps).
 INERTIA_CONTRACTION = 0.5
-
-
-#: Wider supernodes for a second try when static pivoting defeats refinement:
-#: larger diagonal blocks leave local pivoting more rows to choose from.
-ROBUST_AMALGAMATION = {"subtree": 256, "zrelax": (0.9, 0.5, 0.4)}
 
 
 class Factorization:
@@ -78,198 +45,55 @@ class Factorization:
     analysis : Analysis
     stats : dict
         The analysis statistics plus ``seconds`` per phase, ``factor_entries``,
-        ``perturbed_pivots``, ``threads`` (of the numeric factorization), and
-        ``refinement_steps``, ``backward_error`` and ``seconds["solve"]`` of the
-        last solve made by the calling thread (each thread sees its own).
+        ``factor_bytes``, ``precision``, ``factor_dtype``, ``perturbed_pivots``,
+        ``threads`` (of the numeric factorization), ``retries``, and
+        ``refinement``, ``refinement_steps``, ``backward_error`` and
+        ``seconds["solve"]`` of the last solve made by the calling thread (each
+        thread sees its own).
     """
 
-    def __init__(self, C, kind, analysis, options):
+    def __init__(self, C, state, options):
         self.shape = C.shape
-        self.dtype = C.dtype
+        self.dtype = state.solver.dtype
         self._options = options
         self._pattern = (C.indptr, C.indices)
-        self._solver = None
+        self._state = state
         self._last_solve = threading.local()
-        self._setup(C, kind, analysis)
+
+    @property
+    def kind(self):
+        return self._state.kind
+
+    @property
+    def analysis(self):
+        return self._state.analysis
 
     @property
     def stats(self):
         """The factorization's statistics and the calling thread's last solve (a copy)."""
         info = getattr(self._last_solve, "info", None)
-        stats = dict(self._stats, seconds=dict(self._stats["seconds"]))
+        stats = dict(self._state.stats, seconds=dict(self._state.stats["seconds"]))
         if info is not None:
-            stats.update(refinement_steps=info.refinement_steps, backward_error=info.backward_error)
+            stats.update(
+                refinement_steps=info.refinement_steps,
+                refinement=info.refinement,
+                backward_error=info.backward_error,
+            )
             stats["seconds"]["solve"] = info.seconds
         return stats
 
-    # ------------------------------------------------------------------ numeric phase
+    @property
+    def _solver(self):
+        return self._state.solver
 
-    def _setup(self, C, kind, analysis, prep=None):
-        """Preprocess (unless given ``prep``), analyse (unless given an analysis), factor C."""
-        t0 = time.perf_counter()
-        given = analysis is not None
-        # A given analysis fixes the pattern: pairs cannot be added, a row matching
-        # is kept only if the analysis was made after it (F.analysis).
-        matching = self._options["matching"] and (not given or kind == "lu")
-        scaling = self._options["scaling"]
-        if prep is None:
-            prep = preprocess(C, kind, matching=matching, scaling=scaling)
-        B = prep.apply(C)
-        if given and not _same_pattern(analysis, B) and matching:
-            prep = preprocess(C, kind, matching=False, scaling=scaling)
-            B = prep.apply(C)
-        if given and not _same_pattern(analysis, B):
-            raise PatternMismatchError(
-                "the analysis was made for another sparsity pattern; call pastixpy.analyze(A) "
-                "or leave analysis= out"
-            )
-        t1 = time.perf_counter()
-        if analysis is None:
-            analysis = analyze(
-                B,
-                ordering=self._options["ordering"],
-                kind=kind,
-                pairs=prep.pairs,
-                threads=self._options["threads"],
-            )
-        t2 = time.perf_counter()
-        self.kind = kind
-        self.analysis = analysis
-        self._layout = PanelLayout.from_symbol(analysis.symbol)
-        self._assembly = None
-        self._coarse = False
-        self._stats = dict(analysis.stats, coarsened=False)
-        self._stats["seconds"] = {"preprocess": t1 - t0, "analysis": t2 - t1}
-        try:
-            self._factor(C, prep, B)
-        except NotPositiveDefiniteError:
-            if not (self._options["auto_kind"] and kind == "llt"):
-                raise
-            # Not positive definite after all: LDLᵀ, on a new analysis if 2x2 pairs want one.
-            indefinite = _indefinite_kind(C)
-            if given:
-                self._setup(C, indefinite, analysis)
-                return
-            prep = preprocess(C, indefinite, matching=self._options["matching"], scaling=scaling)
-            self._setup(C, indefinite, analysis if prep.pairs is None else None, prep)
-
-    def _factor(self, C, prep, B=None):
-        """Numeric factorization of ``B = prep.apply(C)`` (pass B when already made).
-
-        With perturbed pivots, a solve with a known answer checks that refinement
-        can still reach its tolerance; where it cannot, the matrix is refactored once
-        on wider supernodes (:meth:`_coarsen`). Solves never refactor.
-        """
-        t0 = time.perf_counter()
-        if B is None:
-            B = prep.apply(C)
-        norm_a = _norm_inf(C)
-        # Relative to B's largest entry, not to a row sum: a pivot is small next to the
-        # entries it is eliminated against, and row sums grow with the row's length
-        # (40 entries a row made 1e-2 pivots of a well-conditioned single-precision
-        # matrix look small).
-        pivot_tol = self._options["pivot_tol"] or np.sqrt(np.finfo(C.dtype).eps) * _norm_max(B)
-        if self._assembly is None:
-            self._assembly = AssemblyMap.build(B, self.analysis.iperm, self._layout, self.kind)
-        self._prep = prep  # what a refactorization keeps (row matching, 2x2 pairs)
-        t1 = time.perf_counter()
-        # The previous factors go first: one factor in memory at a time, not two (a
-        # refactorization that fails leaves none, see :attr:`_live_solver`). Solves
-        # already running keep the solver they started with.
-        self._solver = None
-        factors = factorize_numeric(
-            B,
-            self.analysis,
-            self._layout,
-            self._assembly,
-            self.kind,
-            pivot_tol,
-            self._options["progress"],
-            self._options["threads"],
-        )
-        t2 = time.perf_counter()
-        perturbed = np.flatnonzero(factors.perturbed)
-        solver = Solver(
-            kind=self.kind,
-            C=C,
-            prep=prep,
-            factors=factors,
-            norm_a=norm_a,
-            pivot_tol=pivot_tol,
-            # B's columns are A's columns: the matching permutes rows only.
-            perturbed_columns=tuple(self.analysis.perm[perturbed].tolist()),
-            refine=self._options["refine"],
-            threads=self._options["threads"],
-            gathers=pivot_order_gathers(prep, self.analysis, self.dtype),
-        )
-        self._stats.update(
-            kind=self.kind,
-            factor_entries=int(factors.L.size + factors.U.size),
-            factor_bytes=int(factors.L.nbytes + factors.U.nbytes),
-            perturbed_pivots=int(perturbed.size),
-            threads=factors.threads,
-            pivot_tol=float(pivot_tol),
-            matching=prep.row_perm is not None,
-            pairs=0 if prep.pairs is None else int(prep.pairs.shape[0]),
-            scaling=bool(prep.scaled),
-            refinement_steps=0,
-            backward_error=None,
-        )
-        seconds = self._stats["seconds"]
-        seconds["preprocess"] = seconds.get("preprocess", 0.0) + t1 - t0
-        seconds["factorize"] = t2 - t1
-        self._last_solve = threading.local()
-        if (
-            perturbed.size
-            and self.kind != "llt"
-            and not self._coarse
-            and self._options["refine"][0] != "none"
-            and not solver.probe()
-        ):
-            del factors, solver
-            self._coarsen(C, prep, B)
-            return
-        self._solver = solver
-        if perturbed.size and self._options["refine"][0] == "none":
-            warnings.warn(solver.perturbed_message(), PastixWarning, stacklevel=4)
-
-    def _coarsen(self, C, prep, B):
-        """Refactor on wider supernodes, once, when perturbed pivots defeat refinement.
-
-        Local pivoting (LU rows, Bunch-Kaufman) can only choose inside a
-        diagonal block; wider blocks give it the choice static pivoting lacked,
-        at the cost of more stored zeros. Where ``ordering="auto"`` had picked
-        AMD for speed, the retry orders with METIS: its separators make other
-        blocks, and no ordering suits every matrix (nnc1374 needs METIS's).
-        """
-        t0 = time.perf_counter()
-        ordering = self._options["ordering"]
-        if self.analysis.ordering.method == "amd" and isinstance(ordering, (str, tuple)):
-            name, kwargs = parse_option(ordering, ORDERINGS, "ordering")
-            if name == "auto":
-                # METIS with its own balance tolerance, once: this retry seeks other
-                # blocks, not fewer flops (and nnc1374 needs that ordering's).
-                ordering = ("metis", {"ufactor": METIS_UFACTORS[0], **kwargs})
-        self.analysis = analyze(
-            B,
-            ordering=ordering,
-            kind=self.kind,
-            pairs=prep.pairs,
-            amalgamation=ROBUST_AMALGAMATION,
-            threads=self._options["threads"],
-        )
-        seconds = self._stats["seconds"]
-        seconds["analysis"] = seconds.get("analysis", 0.0) + time.perf_counter() - t0
-        self._stats.update(self.analysis.stats, seconds=seconds, coarsened=True)
-        self._layout = PanelLayout.from_symbol(self.analysis.symbol)
-        self._assembly = None
-        self._coarse = True
-        self._factor(C, prep, B)
+    @_solver.setter
+    def _solver(self, solver):
+        self._state.solver = solver
 
     @property
     def _live_solver(self):
         """The solver, or an error when the last refactorization failed and left none."""
-        solver = self._solver
+        solver = self._state.solver
         if solver is None:
             raise PastixError(
                 "this factorization holds no factors: its last refactorize() failed (the "
@@ -319,21 +143,13 @@ class Factorization:
                     "factorize it anew"
                 )
             C = C.astype(self.dtype)
-        _check_kind(self.kind, C, matrix_symmetry(C), "refactorize")
-        prep = preprocess(
-            C,
-            self.kind,
-            scaling=self._options["scaling"],
-            row_perm=self._prep.row_perm,
-            pairs=self._prep.pairs,
-        )
-        self._stats["seconds"] = {}
-        try:
-            self._factor(C, prep)
-        except NotPositiveDefiniteError:
-            if not (self._options["auto_kind"] and self.kind == "llt"):
-                raise
-            self._setup(C, _indefinite_kind(C), None)
+        check_kind(self.kind, C, matrix_symmetry(C), "refactorize")
+        state = self._state
+        # The previous factors go first: one factor in memory at a time.
+        state.solver = None
+        with blas_threads(self._options.threads):
+            self._state = pipeline.refactorize(state, C, self._options)
+        self._last_solve = threading.local()
         return self
 
     # ------------------------------------------------------------------ solves
@@ -349,7 +165,7 @@ class Factorization:
 
         Returns
         -------
-        x : ndarray, same shape as b, dtype promoted from A's and b's
+        x : ndarray, same shape as b, dtype promoted from the factorization's and b's
 
         Raises
         ------
@@ -417,7 +233,8 @@ class Factorization:
         """
         solver = self._live_solver
         F, prep = solver.factors, solver.prep
-        d = F.diagonal()
+        # In double even for single-precision factors: a sum of n logarithms.
+        d = F.diagonal().astype(np.promote_types(F.dtype, np.float64))
         complex_ = np.iscomplexobj(d)
         if self.kind == "llt":
             logabs = 2 * np.sum(np.log(np.abs(d)))
@@ -425,15 +242,17 @@ class Factorization:
         elif self.kind == "lu":
             logabs = np.sum(np.log(np.abs(d)))
             sign = np.prod(d / np.abs(d))
-            if _parity(F.lperm):  # row interchanges inside diagonal blocks
+            if parity(F.pivots.lperm):  # row interchanges inside diagonal blocks
                 sign = -sign
         else:
-            d, one, _, det2 = _d_blocks(F)
+            d, one, _, det2 = F.d_blocks()
+            d = d.astype(np.promote_types(d.dtype, np.float64))
+            det2 = det2.astype(d.dtype)
             vals = np.concatenate([d[one], det2])
             logabs = np.sum(np.log(np.abs(vals)))
             sign = np.prod(vals / np.abs(vals))
         logabs -= np.sum(np.log(prep.dr)) + np.sum(np.log(prep.dc))
-        if prep.row_perm is not None and _parity(prep.row_perm):
+        if prep.row_perm is not None and parity(prep.row_perm):
             sign = -sign
         if F.perturbed.any():
             warnings.warn(
@@ -484,7 +303,7 @@ class Factorization:
         F = solver.factors
         if self.kind == "llt":
             return (n, 0, 0)
-        d, one, two, det2 = _d_blocks(F)
+        d, one, two, det2 = F.d_blocks()
         d, det2 = np.real(d), np.real(det2)
         pert = F.perturbed
         rate = solver.contraction() if pert.any() else 0.0
@@ -517,65 +336,10 @@ class Factorization:
         return False
 
     def __repr__(self):
-        s = self._stats
+        s = self._state.stats
         return (
             f"<Factorization {self.shape[0]}x{self.shape[1]} {self.dtype} kind={self.kind} "
             f"entries={s['factor_entries']} perturbed={s['perturbed_pivots']}>"
-        )
-
-
-def _d_blocks(F):
-    """D's diagonal, the 1x1 pivot positions, the 2x2 pivot starts and the 2x2 determinants."""
-    d = F.diagonal()
-    one = np.flatnonzero(F.pivtype == 1)
-    two = np.flatnonzero(F.pivtype == 2)
-    off = F.dsub[two]
-    det2 = d[two] * d[two + 1] - (np.conj(off) if F.conj else off) * off
-    return d, one, two, det2
-
-
-def _parity(p):
-    """1 if the permutation is odd, 0 if even."""
-    n = p.size
-    graph = sp.csr_array((np.ones(n), (np.arange(n), p)), shape=(n, n))
-    ncycles = sp.csgraph.connected_components(graph, directed=True, connection="weak")[0]
-    return (n - ncycles) % 2
-
-
-def _norm_max(C):
-    """max |c_ij| of a sparse matrix (0 when it has no entries)."""
-    return float(np.abs(C.data).max()) if C.nnz else 0.0
-
-
-def _norm_inf(C):
-    """‖C‖∞ of a canonical CSC matrix: the largest row sum of magnitudes."""
-    if not C.nnz:
-        return 0.0
-    return float(np.bincount(C.indices, weights=np.abs(C.data), minlength=C.shape[0]).max())
-
-
-def _admissible(C, symmetry):
-    """The kinds that fit canonical C, whose value symmetry is ``symmetry``."""
-    complex_ = np.iscomplexobj(C.data)
-    allowed = ADMISSIBLE[(symmetry, complex_)]
-    if complex_ and symmetry == "hermitian" and not C.data.imag.any():
-        # Real values in a complex array: Hermitian and complex symmetric at once.
-        allowed = allowed | ADMISSIBLE[("symmetric", True)]
-    return allowed
-
-
-def _check_kind(kind, C, symmetry, where):
-    allowed = _admissible(C, symmetry)
-    complex_ = np.iscomplexobj(C.data)
-    if kind not in allowed:
-        what = {
-            "symmetric": "complex symmetric" if complex_ else "symmetric",
-            "hermitian": "Hermitian",
-            "general": "unsymmetric",
-        }[symmetry]
-        raise InvalidInputError(
-            f"{where}: kind={kind!r} does not fit a {what} matrix; use one of {sorted(allowed)} "
-            "or kind='auto'"
         )
 
 
@@ -591,6 +355,7 @@ def factorize(
     pivot_tol=None,
     threads=None,
     progress=None,
+    precision="auto",
 ):
     """Factor a square sparse matrix: LLᵀ, LDLᵀ, LDLᴴ or LU.
 
@@ -622,7 +387,8 @@ def factorize(
     scaling : {"auto", "on", "off"}
         Equilibration: rows and columns for LU, symmetric for LDLᵀ ("auto": on).
     pivot_tol : float, optional
-        Static pivoting threshold; default ``sqrt(eps) * ‖B‖∞`` of the scaled matrix.
+        Static pivoting threshold; default ``sqrt(eps) * max|b_ij|`` of the scaled
+        matrix B, eps that of the factors' precision.
     threads : int, optional
         Threads for the numeric factorization and its solves, each running
         single-threaded BLAS (``1``: the calling thread alone); default: all the
@@ -631,6 +397,17 @@ def factorize(
         orderings (one per ``ufactor``) on as many cores.
     progress : callable, optional
         ``progress(fraction)`` is called as the factorization advances.
+    precision : {"auto", "double", "single", "mixed"} or ("mixed", {"fallback": bool})
+        ``"auto"``: factors in the matrix's own precision. ``"double"``: everything
+        in double (a single-precision matrix is converted). ``"single"``: factors in
+        single precision, no refinement by default: single-precision accuracy.
+        ``"mixed"``: factors stored and computed in single precision (half the
+        memory, about half the time), the matrix, residuals and solution in double,
+        refined to double accuracy (iterative refinement, then GMRES preconditioned
+        by the single-precision factors). When single-precision factors cannot reach
+        the tolerance on a check solve, ``"mixed"`` refactors in double with a
+        warning (``stats["precision_fallback"]`` says why);
+        ``("mixed", {"fallback": False})`` raises MixedPrecisionError instead.
 
     Returns
     -------
@@ -644,6 +421,11 @@ def factorize(
         A is structurally singular (the columns are named).
     NotPositiveDefiniteError
         ``kind="llt"`` and A is not positive definite.
+    OutOfMemoryError
+        The factors would not fit in the memory this process may take.
+    MixedPrecisionError
+        ``precision=("mixed", {"fallback": False})`` and single-precision factors
+        cannot reach the tolerance.
 
     Examples
     --------
@@ -654,49 +436,27 @@ def factorize(
     ('llt', True)
     """
     t0 = time.perf_counter()
-    kind, _ = parse_option(kind, KINDS, "kind")
-    if pivot_tol is not None and not pivot_tol > 0:
-        raise InvalidInputError(f"pivot_tol must be positive, got {pivot_tol!r}")
-    if threads is not None and (
-        isinstance(threads, bool) or not isinstance(threads, Integral) or threads < 1
-    ):
-        raise InvalidInputError(f"threads must be a positive integer, got {threads!r}")
-    options = {
-        "ordering": ordering,
-        "refine": parse_option(refine, REFINE, "refine"),
-        "matching": parse_option(matching, SWITCH, "matching")[0] != "off",
-        "scaling": parse_option(scaling, SWITCH, "scaling")[0] != "off",
-        "pivot_tol": None if pivot_tol is None else float(pivot_tol),
-        "progress": progress,
-        "auto_kind": kind == "auto",
-        "threads": threads,
-    }
+    options = Options.parse(
+        kind=kind,
+        ordering=ordering,
+        refine=refine,
+        matching=matching,
+        scaling=scaling,
+        pivot_tol=pivot_tol,
+        threads=threads,
+        progress=progress,
+        precision=precision,
+    )
     C = canonical_csc(A)
-    complex_ = np.iscomplexobj(C.data)
     symmetry = matrix_symmetry(C)
-    if kind == "auto":
-        kind = {"hermitian": "llt", "general": "lu"}.get(symmetry, "ldlt" if complex_ else "llt")
-    _check_kind(kind, C, symmetry, "factorize")
+    kind = auto_kind(symmetry, np.iscomplexobj(C.data)) if options.auto_kind else options.kind
+    check_kind(kind, C, symmetry, "factorize")
     check_structural_rank(C)
     t1 = time.perf_counter()
-    with blas_threads(threads):
-        F = Factorization(C, kind, analysis, options)
-    F._stats["seconds"] = {"check": t1 - t0, **F._stats["seconds"]}
-    return F
-
-
-def _indefinite_kind(C):
-    """The kind ``"auto"`` falls back to when a symmetric matrix is not positive definite."""
-    return "ldlh" if np.iscomplexobj(C.data) else "ldlt"
-
-
-def _same_pattern(analysis, B):
-    from .matrix import symmetric_pattern
-
-    if analysis.n != B.shape[0]:
-        return False
-    xadj, adjncy = symmetric_pattern(B)
-    return np.array_equal(xadj, analysis.xadj) and np.array_equal(adjncy, analysis.adjncy)
+    with blas_threads(options.threads):
+        state = pipeline.factorize(C, kind, options, analysis)
+    state.stats["seconds"] = {"check": t1 - t0, **state.stats["seconds"]}
+    return Factorization(C, state, options)
 
 
 def spsolve(A, b, **options):

@@ -14,24 +14,25 @@ from .io import check_writable, read_dense, read_matrix, write_dense
 from .ordering import ORDERINGS
 
 KIND_CHOICES = ["auto", "llt", "ldlt", "ldlh", "lu"]
-
-EXAMPLES = {
-    "lap2d": (2, "2D 5-point Laplacian, SIZE² unknowns"),
-    "lap3d": (3, "3D 7-point Laplacian, SIZE³ unknowns"),
-    "elast3d": (3, "3 coupled unknowns per node of a SIZE³ grid (elasticity-like)"),
-}
+PRECISION_CHOICES = ["auto", "double", "single", "mixed"]
 
 
 def example_matrix(spec):
-    """Matrix of a built-in example given as ``NAME:SIZE``, e.g. ``lap3d:30``."""
-    from .gallery import laplacian, vector_laplacian
+    """Matrix of a built-in example given as ``NAME:SIZE``, e.g. ``lap3d:30`` (see
+    :data:`pastixpy.gallery.PROBLEMS`)."""
+    from .gallery import PROBLEMS, problem
 
-    name, _, size = spec.partition(":")
-    if name not in EXAMPLES or not size.isdigit() or int(size) < 1:
-        choices = ", ".join(f"{k}:SIZE ({v[1]})" for k, v in EXAMPLES.items())
-        raise argparse.ArgumentTypeError(f"unknown example {spec!r}; choose {choices}")
-    shape = (int(size),) * EXAMPLES[name][0]
-    return vector_laplacian(shape) if name == "elast3d" else laplacian(shape)
+    try:
+        return problem(spec)
+    except ValueError:
+        choices = "; ".join(f"{k}:SIZE ({p.description})" for k, p in PROBLEMS.items())
+        raise argparse.ArgumentTypeError(f"unknown example {spec!r}; choose {choices}") from None
+
+
+def _example_names():
+    from .gallery import PROBLEMS
+
+    return list(PROBLEMS)
 
 
 def _add_source(p):
@@ -44,7 +45,7 @@ def _add_source(p):
         "--example",
         type=example_matrix,
         metavar="NAME:SIZE",
-        help="a built-in problem: " + ", ".join(f"{k}:SIZE" for k in EXAMPLES),
+        help="a built-in problem: " + ", ".join(f"{k}:SIZE" for k in _example_names()),
     )
     p.add_argument("--ordering", choices=sorted(ORDERINGS), default="auto")
     p.add_argument("--kind", choices=KIND_CHOICES, default="auto")
@@ -79,6 +80,13 @@ def _parser():
         choices=["auto", "ir", "gmres", "cg", "none"],
         default="auto",
         help="refinement after the solve (default: auto)",
+    )
+    s.add_argument(
+        "--precision",
+        choices=PRECISION_CHOICES,
+        default="auto",
+        help="factors in the matrix's precision (auto), double, single, or mixed: "
+        "single-precision factors refined to double accuracy",
     )
     return p
 
@@ -116,13 +124,17 @@ def format_solve(stats):
     rows = [
         (
             "factor entries",
-            f"{stats['factor_entries']:,}  ({stats['factor_bytes'] / 2**20:,.1f} MiB)",
+            f"{stats['factor_entries']:,}  ({stats['factor_bytes'] / 2**20:,.1f} MiB, "
+            f"{stats['factor_dtype']})",
         ),
+        ("precision", stats["precision"]),
         ("perturbed pivots", f"{stats['perturbed_pivots']}"),
         ("threads", f"{stats['threads']}"),
-        ("refinement steps", f"{stats['refinement_steps']}"),
+        ("refinement", f"{stats['refinement']}, {stats['refinement_steps']} steps"),
         ("backward error", f"{stats['backward_error']:.2e}"),
     ]
+    if stats.get("precision_fallback"):
+        rows.append(("fell back", stats["precision_fallback"]))
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
 
@@ -170,6 +182,7 @@ def _solve(args, A):
                 ordering=args.ordering,
                 threads=args.threads,
                 refine=args.refine,
+                precision=args.precision,
                 progress=bar,
             )
             x = F.solve(b)

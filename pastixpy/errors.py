@@ -9,6 +9,7 @@ __all__ = [
     "PatternMismatchError",
     "OutputError",
     "OutOfMemoryError",
+    "MixedPrecisionError",
 ]
 
 
@@ -43,6 +44,11 @@ class OutOfMemoryError(PastixError, MemoryError):
         super().__init__(message)
         self.needed = int(needed)
         self.available = int(available)
+
+
+class MixedPrecisionError(PastixError):
+    """Single-precision factors could not reach the accuracy asked for, and
+    ``precision=("mixed", {"fallback": False})`` refused to refactor in double."""
 
 
 class PatternMismatchError(InvalidInputError):

@@ -1,7 +1,11 @@
-"""Generated test problems: finite-difference Laplacians and multi-dof variants.
-
-Used by the examples, the benchmarks, the tests and the CLI's ``--example``.
+"""Generated test problems: finite-difference Laplacians and multi-dof variants, FEM
+elasticity, Helmholtz, convection-diffusion, a saddle point; and :data:`PROBLEMS`, the one
+registry of them by name, used by the CLI's ``--example``, the tests and the benchmarks.
 """
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
@@ -412,3 +416,113 @@ def saddle_point(shape, *, dtype=np.float64):
     A.eliminate_zeros()
     A.sort_indices()
     return sp.csc_array(A)
+
+
+# --------------------------------------------------------------------------------------
+# The registry of problems: one name each, shared by the CLI's --example, the tests
+# and the benchmarks.
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A family of generated problems, built from a size.
+
+    Attributes
+    ----------
+    name : str
+        The name ``--example NAME:SIZE`` and :func:`problem` take.
+    description : str
+        What it is, with SIZE standing for the size.
+    dims : int
+        Grid dimensions: a size is one integer (the same along each) or ``dims`` of them.
+    structure : str
+        ``"spd"``, ``"sym"`` (symmetric indefinite), ``"csym"`` (complex symmetric) or
+        ``"unsym"``: which factorization it calls for.
+    build : callable
+        ``build(shape)`` with ``shape`` a tuple of ``dims`` ints.
+    """
+
+    name: str
+    description: str
+    dims: int
+    structure: str
+    build: Callable
+
+    def __call__(self, size):
+        """The matrix of this size: an int (the same along each dimension) or a tuple."""
+        shape = (int(size),) * self.dims if isinstance(size, Integral) else tuple(size)
+        if len(shape) != self.dims or min(shape) < 1:
+            raise ValueError(f"{self.name} takes {self.dims} positive sizes, got {size!r}")
+        return self.build(shape)
+
+
+PROBLEMS = {
+    p.name: p
+    for p in (
+        Problem("lap1d", "1D 3-point Laplacian, SIZE unknowns", 1, "spd", laplacian),
+        Problem("lap2d", "2D 5-point Laplacian, SIZE² unknowns", 2, "spd", laplacian),
+        Problem("lap3d", "3D 7-point Laplacian, SIZE³ unknowns", 3, "spd", laplacian),
+        Problem(
+            "vlap3d",
+            "3 coupled unknowns per node of a SIZE³ grid (a vector Laplacian)",
+            3,
+            "spd",
+            vector_laplacian,
+        ),
+        Problem(
+            "elast3d",
+            "3D linear elasticity, SIZE³ trilinear hexahedra, clamped on one face",
+            3,
+            "spd",
+            elasticity3d,
+        ),
+        Problem(
+            "helmholtz2d",
+            "2D Helmholtz, SIZE² points, 10 per wavelength, absorbing boundary (complex)",
+            1,
+            "csym",
+            lambda shape: helmholtz2d(shape[0], ppw=10),
+        ),
+        Problem(
+            "convdiff3d",
+            "3D convection-diffusion, SIZE³ points, Péclet 100, upwind (unsymmetric)",
+            1,
+            "unsym",
+            lambda shape: convection_diffusion3d(shape[0]),
+        ),
+        Problem(
+            "saddle2d",
+            "2D Stokes-like KKT matrix on a SIZE² grid (symmetric indefinite)",
+            2,
+            "sym",
+            saddle_point,
+        ),
+    )
+}
+
+
+def problem(spec, size=None):
+    """The matrix of a registered problem: ``problem("lap3d:40")``, ``problem("lap3d", 40)``
+    or ``problem("lap2d", (12, 9))``; ``"NAME:AxB"`` gives a shape too.
+
+    Examples
+    --------
+    >>> problem("lap2d:3").shape
+    (9, 9)
+    >>> problem("elast3d", (2, 1, 1)).shape
+    (18, 18)
+    """
+    name = spec
+    if size is None:
+        name, _, text = spec.partition(":")
+        try:
+            parts = tuple(int(t) for t in text.split("x"))
+        except ValueError:
+            parts = ()
+        size = parts[0] if len(parts) == 1 else parts
+    if name not in PROBLEMS:
+        raise ValueError(f"unknown problem {name!r}; known: {', '.join(PROBLEMS)}")
+    if size == () or size is None:
+        raise ValueError(f"{name} needs a size, as in {name}:20")
+    return PROBLEMS[name](size)

@@ -1,9 +1,13 @@
 """One grammar for options: ``'name'`` or ``('name', {kwargs})``, parsed in one place; the
-default of the ``threads`` options."""
+default of the ``threads`` options; factorize's options as one validated record."""
 
 import os
+from dataclasses import dataclass
+from numbers import Integral, Real
 
-from .errors import OptionError
+import numpy as np
+
+from .errors import InvalidInputError, OptionError
 
 
 def available_cores():
@@ -58,3 +62,128 @@ def parse_option(value, choices, argname):
             f"{argname} {name!r} got unknown parameter(s) {sorted(unknown)}; accepted: {allowed}"
         )
     return name, kwargs
+
+
+# ---------------------------------------------------------------------------- factorize's options
+
+#: The options' names and the parameters each name takes.
+KIND_CHOICES = {"auto": set(), "llt": set(), "ldlt": set(), "ldlh": set(), "lu": set()}
+REFINE_CHOICES = {
+    "auto": {"tol", "maxiter"},
+    "ir": {"tol", "maxiter"},
+    "gmres": {"tol", "maxiter"},
+    "cg": {"tol", "maxiter"},
+    "none": set(),
+}
+SWITCH_CHOICES = {"auto": set(), "on": set(), "off": set()}
+PRECISION_CHOICES = {
+    "auto": set(),
+    "double": set(),
+    "single": set(),
+    "mixed": {"fallback"},
+}
+
+
+@dataclass(frozen=True)
+class Options:
+    """The options of one factorization, validated once (see :func:`pastixpy.factorize`).
+
+    Attributes
+    ----------
+    kind : str
+        As asked (``"auto"`` included).
+    ordering : str, tuple or array
+        Passed to the analysis, which validates it.
+    refine : (str, dict)
+    matching, scaling : bool
+    pivot_tol : float or None
+    threads : int or None
+    progress : callable or None
+    precision : str
+        ``"auto"`` (the matrix's own), ``"double"``, ``"single"`` or ``"mixed"``.
+    fallback : bool
+        Mixed precision: refactor in double when single-precision factors cannot reach
+        the requested accuracy (else raise).
+    """
+
+    kind: str = "auto"
+    ordering: object = "auto"
+    refine: tuple = ("auto", {})
+    matching: bool = True
+    scaling: bool = True
+    pivot_tol: float | None = None
+    threads: int | None = None
+    progress: object = None
+    precision: str = "auto"
+    fallback: bool = True
+
+    @classmethod
+    def parse(
+        cls,
+        kind="auto",
+        ordering="auto",
+        refine="auto",
+        matching="auto",
+        scaling="auto",
+        pivot_tol=None,
+        threads=None,
+        progress=None,
+        precision="auto",
+    ):
+        """Validate :func:`pastixpy.factorize`'s keyword arguments into Options."""
+        kind, _ = parse_option(kind, KIND_CHOICES, "kind")
+        if pivot_tol is not None and not (isinstance(pivot_tol, Real) and pivot_tol > 0):
+            raise InvalidInputError(f"pivot_tol must be positive, got {pivot_tol!r}")
+        if threads is not None and (
+            isinstance(threads, bool) or not isinstance(threads, Integral) or threads < 1
+        ):
+            raise InvalidInputError(f"threads must be a positive integer, got {threads!r}")
+        if progress is not None and not callable(progress):
+            raise InvalidInputError(f"progress must be callable, got {progress!r}")
+        method, kw = parse_option(refine, REFINE_CHOICES, "refine")
+        if "tol" in kw and not (isinstance(kw["tol"], Real) and kw["tol"] > 0):
+            raise OptionError(f"refine's tol must be a positive number, got {kw['tol']!r}")
+        if "maxiter" in kw and not (
+            isinstance(kw["maxiter"], Integral)
+            and not isinstance(kw["maxiter"], bool)
+            and kw["maxiter"] >= 0
+        ):
+            raise OptionError(f"refine's maxiter must be an integer >= 0, got {kw['maxiter']!r}")
+        name, pkw = parse_option(precision, PRECISION_CHOICES, "precision")
+        fallback = pkw.get("fallback", True)
+        if not isinstance(fallback, bool):
+            raise OptionError(f"precision 'mixed' takes fallback=True or False, got {fallback!r}")
+        return cls(
+            kind=kind,
+            ordering=ordering,
+            refine=(method, kw),
+            matching=parse_option(matching, SWITCH_CHOICES, "matching")[0] != "off",
+            scaling=parse_option(scaling, SWITCH_CHOICES, "scaling")[0] != "off",
+            pivot_tol=None if pivot_tol is None else float(pivot_tol),
+            threads=None if threads is None else int(threads),
+            progress=progress,
+            precision=name,
+            fallback=fallback,
+        )
+
+    @property
+    def auto_kind(self):
+        return self.kind == "auto"
+
+    def factor_dtype(self, dtype):
+        """The factors' dtype for a matrix of ``dtype`` under :attr:`precision`."""
+        dtype = np.dtype(dtype)
+        complex_ = dtype.kind == "c"
+        if self.precision in ("single", "mixed"):
+            return np.dtype(np.complex64 if complex_ else np.float32)
+        if self.precision == "double":
+            return np.dtype(np.complex128 if complex_ else np.float64)
+        return dtype
+
+    def working_dtype(self, dtype):
+        """The dtype of the matrix, residuals and solutions: double for "double" and
+        "mixed", the matrix's own otherwise."""
+        dtype = np.dtype(dtype)
+        if self.precision in ("double", "mixed"):
+            return np.dtype(np.complex128 if dtype.kind == "c" else np.float64)
+        return dtype

@@ -1,5 +1,9 @@
 """Refinement: iterative refinement, then a Krylov method preconditioned by the factors.
 
+It sees the factors only through a ``solve`` callable and the matrix only through an
+operator (``matvec``, and ``residual_maxima`` where a faster pass exists): a factor in
+another precision, a compressed one or a preconditioner from elsewhere plug in alike.
+
 The backward error of x for A x = b is ‖b − A x‖∞ / (‖A‖∞ ‖x‖∞ + ‖b‖∞), column by
 column for several right-hand sides.
 """
@@ -7,32 +11,36 @@ column for several right-hand sides.
 import numpy as np
 import scipy.sparse.linalg as sla
 
-from ._numeric import column_max_abs, residual_maxima
 
-_KERNEL_DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
+class Operator:
+    """A matrix seen through its product alone: ``Operator(lambda X: A @ X)``."""
+
+    def __init__(self, matvec):
+        self.matvec = matvec
+
+    def residual_maxima(self, x, b):
+        return None
 
 
 def _max_abs(a):
-    """Largest magnitude of each column of a 2-D array (one pass over it)."""
-    if a.dtype not in _KERNEL_DTYPES:
-        a = a.astype(np.complex128 if np.iscomplexobj(a) else np.float64)
-    return column_max_abs(np.ascontiguousarray(a))
+    """Largest magnitude of each column of a 2-D array; NaN where a column holds one."""
+    if a.shape[0] == 0:
+        return np.zeros(a.shape[1])
+    return np.abs(a).max(axis=0)
 
 
-def backward_error(matvec, x, b, norm_a, rows=None):
-    """Backward error of every column of x (a 2-D array).
+def backward_error(op, x, b, norm_a):
+    """Backward error of every column of x (a 2-D array) for op(A) x = b.
 
-    ``rows``, when given, is op(A) by rows, ``(indptr, indices, data, conj)``: the
-    maxima of the residual, x and b then come from one pass over A, x and b, with
-    no n x k residual array (whose fresh pages cost more than the arithmetic).
+    ``op.residual_maxima(x, b)`` gives the maxima of the residual, x and b in one pass
+    when it can (no n x k residual array, whose fresh pages cost more than the
+    arithmetic); else the residual is formed with ``op.matvec``.
     """
-    if rows is not None and x.dtype == b.dtype == rows[2].dtype and x.dtype in _KERNEL_DTYPES:
-        indptr, indices, data, conj = rows
-        num, norm_x, norm_b = residual_maxima(
-            indptr, indices, data, conj, np.ascontiguousarray(x), np.ascontiguousarray(b)
-        )
+    found = op.residual_maxima(x, b)
+    if found is not None:
+        num, norm_x, norm_b = found
     else:
-        r = matvec(x)
+        r = op.matvec(x)
         np.subtract(b, r, out=r)
         num, norm_x, norm_b = _max_abs(r), _max_abs(x), _max_abs(b)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
@@ -48,7 +56,7 @@ def backward_error(matvec, x, b, norm_a, rows=None):
     return np.where(np.isfinite(berr), berr, np.inf)
 
 
-def refine(matvec, solve, b, x, norm_a, tol, maxiter=10, krylov="gmres", always=True, rows=None):
+def refine(op, solve, b, x, norm_a, tol, maxiter=10, krylov="gmres", always=True):
     """Improve ``x`` until its backward error is at most ``tol`` (if it can).
 
     Iterative refinement runs while each step at least halves the backward
@@ -59,9 +67,12 @@ def refine(matvec, solve, b, x, norm_a, tol, maxiter=10, krylov="gmres", always=
 
     Parameters
     ----------
-    matvec, solve : callable
-        ``matvec(X)`` = A X and ``solve(R)`` ≈ A⁻¹ R, on 2-D arrays; ``solve`` may
-        overwrite R (with its result: the residuals are not needed after).
+    op : operator
+        ``op.matvec(X)`` = A X on 2-D arrays (and ``op.residual_maxima``, see
+        :func:`backward_error`; :class:`Operator` wraps a bare product).
+    solve : callable
+        ``solve(R)`` ≈ A⁻¹ R on 2-D arrays; it may overwrite R (with its result: the
+        residuals are not needed after).
     b, x : ndarray (n, k)
     norm_a : float
         ‖A‖∞.
@@ -71,8 +82,6 @@ def refine(matvec, solve, b, x, norm_a, tol, maxiter=10, krylov="gmres", always=
     krylov : {"gmres", "cg", None}
     always : bool
         Refine columns already at ``tol`` too, down to the precision's floor.
-    rows : tuple, optional
-        op(A) by rows, for :func:`backward_error`.
 
     Returns
     -------
@@ -81,9 +90,11 @@ def refine(matvec, solve, b, x, norm_a, tol, maxiter=10, krylov="gmres", always=
         Backward error of each column.
     steps : int
         Refinement steps and Krylov iterations done, in all.
+    used : str
+        What ran: ``"none"``, ``"ir"``, ``"ir+gmres"`` or ``"ir+cg"``.
     """
     floor = 4 * np.finfo(x.dtype).eps
-    berr = backward_error(matvec, x, b, norm_a, rows)
+    berr = backward_error(op, x, b, norm_a)
     steps = 0
     target = floor if always else tol
     for _ in range(maxiter):
@@ -94,11 +105,11 @@ def refine(matvec, solve, b, x, norm_a, tol, maxiter=10, krylov="gmres", always=
         # by fancy indexing; each one costs as much as a pass of the solve's kernels.
         cols = slice(None) if active.all() else np.flatnonzero(active)
         xa, ba = x[:, cols], b[:, cols]
-        r = matvec(xa)
+        r = op.matvec(xa)
         np.subtract(ba, r, out=r)
         x_new = solve(r)
         x_new += xa
-        berr_new = backward_error(matvec, x_new, ba, norm_a, rows)
+        berr_new = backward_error(op, x_new, ba, norm_a)
         better = berr_new < berr[cols]
         if better.all() and isinstance(cols, slice):
             x = x_new
@@ -110,17 +121,19 @@ def refine(matvec, solve, b, x, norm_a, tol, maxiter=10, krylov="gmres", always=
         berr[cols] = np.where(better, berr_new, berr[cols])
         if not progress.any():
             break
+    used = "ir" if steps else "none"
     if krylov is not None and (berr > tol).any():
-        x, berr, its = _krylov(matvec, solve, b, x, norm_a, tol, berr, maxiter * 10, krylov, rows)
+        x, berr, its = _krylov(op, solve, b, x, norm_a, tol, berr, maxiter * 10, krylov)
         steps += its
-    return x, berr, steps
+        used = f"ir+{krylov}"
+    return x, berr, steps, used
 
 
-def _krylov(matvec, solve, b, x, norm_a, tol, berr, maxiter, method, rows):
+def _krylov(op, solve, b, x, norm_a, tol, berr, maxiter, method):
     """GMRES/CG on each column whose backward error is above ``tol``."""
     n = b.shape[0]
     dtype = x.dtype
-    A = sla.LinearOperator((n, n), matvec=lambda v: matvec(v.reshape(n, 1)).ravel(), dtype=dtype)
+    A = sla.LinearOperator((n, n), matvec=lambda v: op.matvec(v.reshape(n, 1)).ravel(), dtype=dtype)
     # solve() may overwrite its argument: the Krylov method's own vector is copied.
     M = sla.LinearOperator(
         (n, n), matvec=lambda v: solve(v.reshape(n, 1).copy()).ravel(), dtype=dtype
@@ -154,7 +167,7 @@ def _krylov(matvec, solve, b, x, norm_a, tol, berr, maxiter, method, rows):
             )
         iterations += count[0]
         xj = xj.reshape(n, 1).astype(dtype, copy=False)
-        e = backward_error(matvec, xj, b[:, j : j + 1], norm_a, rows)[0]
+        e = backward_error(op, xj, b[:, j : j + 1], norm_a)[0]
         if e < berr[j]:
             x[:, j] = xj[:, 0]
             berr[j] = e

@@ -6,6 +6,12 @@ numbering and pivot order. It is never modified, so any number of threads can so
 with one at once, and a refactorization replaces it as a whole (solves already
 running finish on the one they started with). What a solve finds out (backward
 error, refinement steps, time) comes back as a :class:`SolveInfo`.
+
+The factors may be in a lower precision than the matrix (mixed precision): the
+residuals, the solution and the refinement stay in the matrix's precision, and only
+the triangular solves run in the factors' (:meth:`Solver.apply_inverse` converts
+down and back). Refinement sees the factors through :meth:`Solver.apply_inverse` and
+the matrix through a :class:`MatrixOperator`, nothing else.
 """
 
 import time
@@ -15,8 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse.linalg as sla
 
+from . import _numeric
 from .errors import SingularMatrixError
-from .numeric import blas_threads, permuted_rows, unpermute_rows
+from .numeric import blas_threads
 from .ordering import inverse_permutation
 from .refine import backward_error, refine
 
@@ -44,10 +51,12 @@ PRECISION_FLOOR = 10
 @dataclass(frozen=True)
 class SolveInfo:
     """What one solve found: the worst backward error over its columns, the
-    refinement steps and Krylov iterations it took, and its wall time."""
+    refinement steps and Krylov iterations it took, what refinement ran (``"none"``,
+    ``"ir"``, ``"ir+gmres"``, ``"ir+cg"``), and its wall time."""
 
     backward_error: float
     refinement_steps: int
+    refinement: str
     seconds: float
 
 
@@ -57,11 +66,13 @@ class Solver:
 
     Attributes
     ----------
-    kind : str
+    kind : Kind
     C : scipy.sparse.csc_array
-        The matrix as given (canonical), for residuals.
+        The matrix as given (canonical), for residuals: its dtype is the working
+        precision of solves and refinement.
     prep : Preprocessing
     factors : Factors
+        In the working precision, or a lower one (mixed precision).
     norm_a : float
         ‖C‖∞, for backward errors.
     pivot_tol : float
@@ -88,7 +99,13 @@ class Solver:
 
     @property
     def dtype(self):
+        """The working precision: the matrix's (solutions, residuals, refinement)."""
         return self.C.dtype
+
+    @property
+    def mixed(self):
+        """Whether the factors are in a lower precision than the matrix."""
+        return self.factors.dtype != self.dtype
 
     @property
     def n(self):
@@ -107,20 +124,22 @@ class Solver:
         with blas_threads(self.threads):
             if np.iscomplexobj(b2) and not np.iscomplexobj(np.empty(0, self.dtype)):
                 # Real factors: the real and imaginary parts are two real systems.
-                re, berr_re, s_re = self._checked(self._real_part(b2.real), trans, warn)
-                im, berr_im, s_im = self._checked(self._real_part(b2.imag), trans, warn)
+                re, berr_re, s_re, used = self._checked(self._real_part(b2.real), trans, warn)
+                im, berr_im, s_im, used_im = self._checked(self._real_part(b2.imag), trans, warn)
                 x, berr, steps = re + 1j * im, max(berr_re, berr_im), s_re + s_im
+                used = max(used, used_im, key=len)
             else:
-                x, berr, steps = self._checked(b2.astype(self.dtype, copy=False), trans, warn)
-        info = SolveInfo(berr, steps, time.perf_counter() - t0)
+                x, berr, steps, used = self._checked(b2.astype(self.dtype, copy=False), trans, warn)
+        info = SolveInfo(berr, steps, used, time.perf_counter() - t0)
         return x.astype(dtype, copy=False), info
 
     def _real_part(self, a):
         return np.ascontiguousarray(a, dtype=self.dtype)
 
     def _checked(self, b, trans, warn):
-        """Refined x, its worst backward error and the steps, or SingularMatrixError."""
-        x, berr, steps = self.refined(b, trans)
+        """Refined x, its worst backward error, the steps and what refinement ran, or
+        SingularMatrixError."""
+        x, berr, steps, used = self.refined(b, trans)
         method, kw = self.refine
         tol = kw.get("tol", default_tol(self.dtype))
         worst = float(berr.max()) if berr.size else 0.0
@@ -134,27 +153,26 @@ class Solver:
             )
         if not np.isfinite(x).all():
             raise SingularMatrixError("the solve produced non-finite values: A is singular")
-        return x, worst, steps
+        return x, worst, steps, used
 
     def refined(self, b, trans):
         """x for op(A) x = b (2-D, A's dtype), refined as the ``refine`` option says.
 
-        Returns ``(x, backward error of each column, steps)``; never raises for
-        accuracy (:meth:`solve` does).
+        Returns ``(x, backward error of each column, steps, what ran)``; never raises
+        for accuracy (:meth:`solve` does).
         """
         x = self.apply_inverse(b, trans)
         method, kw = self.refine
         tol = kw.get("tol", default_tol(self.dtype))
-        matvec = lambda X: self.matvec(X, trans)  # noqa: E731
-        rows = self.op_rows(trans)
+        op = self.operator(trans)
         if method == "none":
-            return x, backward_error(matvec, x, b, self.norm_a, rows), 0
-        needed = bool(self.perturbed_columns) or self.prep.scaled
+            return x, backward_error(op, x, b, self.norm_a), 0, "none"
+        needed = bool(self.perturbed_columns) or self.prep.scaled or self.mixed
         krylov = {"ir": None, "cg": "cg"}.get(method, "gmres")
-        if method == "auto" and self.kind == "llt":
+        if method == "auto" and self.kind.name == "llt" and not self.mixed:
             krylov = "cg"
         return refine(
-            matvec,
+            op,
             lambda R: self.apply_inverse(R, trans, overwrite=True),
             b,
             x,
@@ -163,7 +181,6 @@ class Solver:
             kw.get("maxiter", 10),
             krylov,
             always=method != "auto" or needed,
-            rows=rows,
         )
 
     def apply_inverse(self, R, trans, overwrite=False):
@@ -171,11 +188,10 @@ class Solver:
 
         With ``overwrite``, x is written into R (a refinement's residual): the rows go
         back to their order by a gather into an array already in memory, not into a
-        new one nor by following the permutation's cycles in place.
+        new one nor by following the permutation's cycles in place. Factors in a lower
+        precision solve on a copy converted down, converted back after.
         """
-        conj_op = trans == "H" or (
-            trans == "T" and self.kind in ("llt", "ldlh") and np.iscomplexobj(R)
-        )
+        conj_op = trans == "H" or (trans == "T" and self.kind.hermitian and np.iscomplexobj(R))
         if conj_op:  # Aᴴ = conj(Aᵀ), and Aᵀ = conj(A) for the Hermitian kinds
             X = self.apply_inverse(np.conj(R), "T" if trans == "H" else "N", overwrite=True)
             return np.conj(X, out=X)
@@ -186,32 +202,24 @@ class Solver:
         X = permuted_rows(R, into)
         if d_in is not None:
             X *= d_in
-        self.factors.solve_inplace(X, "T" if trans == "T" and self.kind == "lu" else "N")
+        op = "T" if trans == "T" and self.kind.two_factors else "N"
+        if self.mixed:
+            Y = X.astype(self.factors.dtype)
+            self.factors.solve_inplace(Y, op)
+            X[...] = Y
+        else:
+            self.factors.solve_inplace(X, op)
         if d_out is not None:
             X *= d_out
         out = R if overwrite and R.flags.c_contiguous and R.flags.writeable else None
         return unpermute_rows(X, back, inverse, out=out)
 
+    def operator(self, trans):
+        """op(A) as refinement sees it (a :class:`MatrixOperator`)."""
+        return MatrixOperator(self.C, trans, self.kind.hermitian, self.kind.two_factors)
+
     def matvec(self, X, trans):
-        C = self.C
-        if trans == "N":
-            return C @ X
-        if trans == "T":
-            return C.T @ X
-        return C.conj().T @ X
-
-    def op_rows(self, trans):
-        """op(A) by rows, ``(indptr, indices, data, conj)``, for the backward error.
-
-        C's columns are the rows of Cᵀ (conjugated: of Cᴴ), and of C itself for the
-        symmetric and Hermitian kinds. None for LU's C, whose rows are not at hand.
-        """
-        C = self.C
-        if trans == "N" and self.kind == "lu":
-            return None
-        hermitian = self.kind in ("llt", "ldlh")
-        conj = np.iscomplexobj(C.data) and (trans == "H" or (trans == "N" and hermitian))
-        return C.indptr, C.indices, C.data, conj
+        return self.operator(trans).matvec(X)
 
     # ------------------------------------------------------------------ diagnosis
 
@@ -224,7 +232,7 @@ class Solver:
         """
         b = np.ascontiguousarray(self.C @ self._known_solution(0))
         with blas_threads(self.threads):
-            _, berr, _ = self.refined(b, "N")
+            _, berr, _, _ = self.refined(b, "N")
         tol = self.refine[1].get("tol", default_tol(self.dtype))
         return bool((berr <= tol).all())
 
@@ -309,7 +317,7 @@ class Solver:
         return SingularMatrixError(
             f"the solve reached a backward error of {worst:.2e}, not {tol:.0e}, although "
             f"the matrix is not ill-conditioned (condition number about {cond:.1e}): the "
-            f"{self.kind} factorization lost accuracy to element growth in its pivots. "
+            f"{self.kind.name} factorization lost accuracy to element growth in its pivots. "
             "Try kind='lu', refine='gmres', or float64/complex128"
         )
 
@@ -350,3 +358,90 @@ def pivot_order_gathers(prep, analysis, dtype):
         real = np.finfo(dtype).dtype  # keep single-precision solves single
         dr, dc = (d.astype(real)[perm][:, None] for d in (prep.dr, prep.dc))
     return {"N": (matched, perm, iperm, dr, dc), "T": (perm, matched, imatched, dc, dr)}
+
+
+@dataclass(frozen=True)
+class MatrixOperator:
+    """op(A) for refinement: products, and the maxima a backward error needs.
+
+    ``trans`` is "N", "T" or "H". C's columns are the rows of Cᵀ (conjugated: of Cᴴ),
+    and of C itself for the symmetric and Hermitian kinds (``symmetric``; ``hermitian``
+    for the conjugate ones): there the residual maxima come from one pass over C, x
+    and b, with no n x k residual array. LU's C by rows is not at hand.
+    """
+
+    C: object
+    trans: str
+    hermitian: bool
+    unsymmetric: bool
+
+    def matvec(self, X):
+        C = self.C
+        if self.trans == "N":
+            return C @ X
+        if self.trans == "T":
+            return C.T @ X
+        return C.conj().T @ X
+
+    def residual_maxima(self, x, b):
+        """Column maxima of |b - op(A) x|, |x| and |b|: in one pass over C, x and b where
+        C's rows are at hand, else from the residual formed by a product; None for
+        dtypes the kernels do not take."""
+        C = self.C
+        if not (x.dtype == b.dtype == C.dtype and x.dtype in _KERNEL_DTYPES):
+            return None
+        if self.trans == "N" and self.unsymmetric:
+            r = C @ x
+            np.subtract(b, r, out=r)
+            return tuple(_numeric.column_max_abs(np.ascontiguousarray(a)) for a in (r, x, b))
+        conj = np.iscomplexobj(C.data) and (
+            self.trans == "H" or (self.trans == "N" and self.hermitian)
+        )
+        return _numeric.residual_maxima(
+            C.indptr, C.indices, C.data, conj, np.ascontiguousarray(x), np.ascontiguousarray(b)
+        )
+
+
+_KERNEL_DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
+
+
+def permuted_rows(a, index):
+    """``a[index]`` of a 2-D array, as a new row-major array.
+
+    One pass in the kernel module: numpy's take moves a row of k right-hand sides
+    at a time, several times slower for k > 1. ``a`` has one of the factor dtypes.
+    """
+    a = np.ascontiguousarray(a)
+    out = np.empty(a.shape, a.dtype)
+    _numeric.gather_rows(a, np.ascontiguousarray(index, dtype=np.int64), out)
+    return out
+
+
+#: Un-permuting the solution gathers it into a new array when its rows take at most
+#: this many bytes (one right-hand side): the gather's loads are independent, while
+#: following the permutation's cycles in place waits on one load after another. Wider
+#: rows go in place: the walk costs about the same per row, and a new array's fresh
+#: pages would cost per byte.
+GATHER_MAX_ROW_BYTES = 16
+
+
+def unpermute_rows(a, index, inverse, out=None):
+    """``a[index] = a`` for a row-major 2-D ``a``; ``inverse`` is ``index``'s inverse.
+
+    Returns ``out`` when given (a row-major array like ``a``, gathered into), else
+    a new array when ``a``'s rows are narrow (see :data:`GATHER_MAX_ROW_BYTES`),
+    else ``a`` itself, un-permuted in place.
+    """
+    if out is not None and out.shape == a.shape and out.dtype == a.dtype:
+        _numeric.gather_rows(a, np.ascontiguousarray(inverse, dtype=np.int64), out)
+        return out
+    if a.shape[1] * a.itemsize <= GATHER_MAX_ROW_BYTES:
+        return permuted_rows(a, inverse)
+    return unpermute_rows_inplace(a, index)
+
+
+def unpermute_rows_inplace(a, index):
+    """``a[index] = a`` in place, for a row-major 2-D ``a`` and a permutation ``index``
+    (the inverse of :func:`permuted_rows`, without a second array)."""
+    _numeric.scatter_rows_inplace(a, np.ascontiguousarray(index, dtype=np.int64))
+    return a

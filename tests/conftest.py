@@ -8,7 +8,7 @@ import pytest
 import scipy.io
 import scipy.sparse as sp
 
-from pastixpy.gallery import laplacian, vector_laplacian
+from pastixpy.gallery import problem
 
 #: The real matrices shipped beside the project (absent on some machines: tests skip).
 MATRIX_DIR = Path(
@@ -37,13 +37,20 @@ def shared_params():
     return [pytest.param("missing", marks=pytest.mark.skip(reason=f"{MATRIX_DIR} not found"))]
 
 
+#: Generated cases from the package's registry of problems (pastixpy.gallery.PROBLEMS,
+#: which the CLI's --example and the benchmarks use too), by "NAME:SIZE".
 GENERATED = {
-    "lap1d_50": lambda: laplacian((50,)),
-    "lap2d_12x9": lambda: laplacian((12, 9)),
-    "lap2d_25": lambda: laplacian((25, 25)),
-    "lap3d_7": lambda: laplacian((7, 7, 7)),
-    "lap3d_10x8x6": lambda: laplacian((10, 8, 6)),
-    "vector_lap3d_5": lambda: vector_laplacian((5, 5, 5), dofs=3),
+    spec: (lambda spec=spec: problem(spec))
+    for spec in (
+        "lap1d:50",
+        "lap2d:12x9",
+        "lap2d:25",
+        "lap3d:7",
+        "lap3d:10x8x6",
+        "vlap3d:5",
+        "elast3d:3x2x2",
+        "saddle2d:6",
+    )
 }
 
 

@@ -600,7 +600,7 @@ def test_refinement_leaves_solved_columns_alone():
     # An inexact solve (A⁻¹ in single precision: backward error ~1e-7) makes iterative
     # refinement work; a zero right-hand side, solved exactly from the start, leaves
     # the active set, and the other columns are refined on their own.
-    from pastixpy.refine import refine
+    from pastixpy.refine import Operator, refine
 
     rng = np.random.default_rng(15)
     A = sp.csc_array(sp.random_array((30, 30), density=0.2, rng=rng) + 10 * sp.eye_array(30))
@@ -613,7 +613,9 @@ def test_refinement_leaves_solved_columns_alone():
     B = rng.standard_normal((30, 3))
     B[:, 1] = 0.0
     norm_a = float(abs(A).sum(axis=1).max())
-    x, berr, steps = refine(lambda X: A @ X, solve, B, solve(B), norm_a, 1e-14, krylov=None)
+    op = Operator(lambda X: A @ X)
+    x, berr, steps, used = refine(op, solve, B, solve(B), norm_a, 1e-14, krylov=None)
+    assert used == "ir"
     assert steps >= 2
     assert np.all(x[:, 1] == 0.0) and berr[1] == 0.0
     assert berr.max() <= 1e-14

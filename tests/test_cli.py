@@ -78,7 +78,7 @@ def test_python_dash_m(tmp_path):
         cwd=tmp_path,
         env=env,
     ).stdout
-    assert json.loads(out)["n_ordered"] == 64
+    assert json.loads(out)["n_ordered"] == 100  # 4 x 5 x 5 free nodes, 3 unknowns each
 
 
 def test_solve_example_reports_backward_error(capsys):

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import pastixpy
-from pastixpy import memory
+import pastixpy.pipeline
+from pastixpy import _numeric, memory
 from pastixpy.gallery import laplacian
 
 
@@ -36,14 +37,13 @@ def test_factors_that_do_not_fit_are_refused_before_allocation(monkeypatch, kind
     needed = pastixpy.analyze(A, kind=kind).memory_forecast(dtype)
     monkeypatch.setattr(memory, "headroom", lambda: memory.Headroom(needed // 2, "a test's limit"))
     allocated = []
-    zeros = np.zeros
+    storage = _numeric.Storage
 
-    def recording(shape, *args, **kwargs):
-        if np.prod(shape) * np.dtype(dtype).itemsize >= needed // 4:
-            allocated.append(shape)  # the factors (numpy.zeros serves the analysis too)
-        return zeros(shape, *args, **kwargs)
+    def recording(*args, **kwargs):
+        allocated.append(args)
+        return storage(*args, **kwargs)
 
-    monkeypatch.setattr("pastixpy.numeric.np.zeros", recording)
+    monkeypatch.setattr(_numeric, "Storage", recording)
     with pytest.raises(pastixpy.OutOfMemoryError) as e:
         pastixpy.factorize(A, kind=kind)
     assert isinstance(e.value, MemoryError) and isinstance(e.value, pastixpy.PastixError)
@@ -57,13 +57,14 @@ _UNDER_LIMIT = """
 import json, resource, time
 import numpy as np
 import pastixpy
+import pastixpy.pipeline
 from pastixpy.gallery import laplacian
 
 A = laplacian((50, 50, 50))
 forecast = pastixpy.analyze(A).memory_forecast("float64")
 calls = []
-analyze = pastixpy.api.analyze
-pastixpy.api.analyze = lambda *a, **k: calls.append(1) or analyze(*a, **k)
+analyze = pastixpy.pipeline.analyze
+pastixpy.pipeline.analyze = lambda *a, **k: calls.append(1) or analyze(*a, **k)
 mapped = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
 # Room for the analysis, not for the factors.
 limit = mapped + forecast // 2

@@ -27,15 +27,16 @@ from pastixpy.gallery import (
     saddle_point,
     vector_laplacian,
 )
-from pastixpy.numeric import (
-    AssemblyMap,
-    PanelLayout,
-    factorize_numeric,
+from pastixpy.kinds import KINDS
+from pastixpy.numeric import AssemblyMap, PanelLayout, factorize_numeric
+from pastixpy.refine import Operator
+from pastixpy.refine import backward_error as column_backward_errors
+from pastixpy.solve import (
+    MatrixOperator,
     permuted_rows,
     unpermute_rows,
     unpermute_rows_inplace,
 )
-from pastixpy.refine import backward_error as column_backward_errors
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 ORDERINGS = ["metis", "amd", "rcm", "natural"]
@@ -580,13 +581,13 @@ def kernel_factor(B, kind, ordering="metis", pivot_tol=1e-300, progress=None):
     B.indices = B.indices.astype(np.int64)
     an = analyze(B, ordering=ordering, kind=kind)
     layout = PanelLayout.from_symbol(an.symbol)
-    amap = AssemblyMap.build(B, an.iperm, layout, kind)
-    return an, factorize_numeric(B, an, layout, amap, kind, pivot_tol, progress)
+    amap = AssemblyMap.build(B, an.iperm, layout, KINDS[kind].two_factors)
+    return an, factorize_numeric(B, an, layout, amap, KINDS[kind], pivot_tol, progress=progress)
 
 
 def kernel_solve(factors, an, R, trans="N"):
     """x = B⁻¹ R (or B⁻ᵀ R) with the raw factors, mapping to and from pivot order."""
-    X = np.ascontiguousarray(R[an.perm].astype(factors.L.dtype))
+    X = np.ascontiguousarray(R[an.perm].astype(factors.dtype))
     factors.solve_inplace(X, trans)
     x = np.empty_like(X)
     x[an.perm] = X
@@ -622,10 +623,10 @@ def test_kernel_factor_and_solve(kind, dtype, builder, ordering):
     B = sp.csc_array(builder()).astype(dtype)
     n = B.shape[0]
     an, fac = kernel_factor(B, kind, ordering)
-    assert fac.kind == kind
-    assert fac.L.dtype == dtype
+    assert fac.kind.name == kind
+    assert fac.dtype == dtype
     assert not fac.perturbed.any()
-    assert not fac.L.flags.writeable
+    assert not fac.panel(0).flags.writeable
     R = random_vector(rng_for(n), (n, 4), np.dtype(dtype).kind == "c")
     X = kernel_solve(fac, an, R)
     # One plain solve (no refinement): accurate to a modest multiple of eps * cond.
@@ -645,12 +646,12 @@ def test_kernel_factor_and_solve(kind, dtype, builder, ordering):
         np.testing.assert_allclose(np.log(np.abs(d)).sum(), logabs, rtol=100 * eps, atol=1e-3)
         np.testing.assert_allclose(np.prod(d / np.abs(d)), sign, atol=1e-3)
     else:
-        assert fac.pivtype.shape == (n,) and set(np.unique(fac.pivtype)) <= {0, 1, 2}
+        assert fac.pivots.pivtype.shape == (n,) and set(np.unique(fac.pivots.pivtype)) <= {0, 1, 2}
         # A 2x2 pivot starts at a 2 and is followed by a 0.
-        twos = np.flatnonzero(fac.pivtype == 2)
-        assert np.all(fac.pivtype[twos + 1] == 0)
-        assert np.sum(fac.pivtype == 0) == twos.size
-        assert sorted(fac.lperm.tolist()) == list(range(n))
+        twos = np.flatnonzero(fac.pivots.pivtype == 2)
+        assert np.all(fac.pivots.pivtype[twos + 1] == 0)
+        assert np.sum(fac.pivots.pivtype == 0) == twos.size
+        assert sorted(fac.pivots.lperm.tolist()) == list(range(n))
 
 
 def hermitian_weak_diagonal(n, seed, density=1.0):
@@ -673,7 +674,7 @@ def test_kernel_hermitian_pivots_keep_the_diagonal_real(dtype, ordering):
     B = hermitian_weak_diagonal(n, 0, density=1.0 if ordering == "natural" else 0.1)
     B = B.astype(dtype)
     an, fac = kernel_factor(B, "ldlh", ordering)
-    assert not fac.perturbed.any() and np.count_nonzero(fac.pivtype == 2) > 10
+    assert not fac.perturbed.any() and np.count_nonzero(fac.pivots.pivtype == 2) > 10
     assert not fac.diagonal().imag.any()  # D's diagonal is real, 2x2 blocks included
     R = random_vector(rng_for(n), (n, 2), True)
     X = kernel_solve(fac, an, R)
@@ -741,9 +742,9 @@ def test_kernel_single_rhs_matches_block_solve(kind, dtype, builder, ordering, n
 
 
 def reference_position(layout, r, c):
-    """Flat panel index of entry (r, c), pivot order, found by scanning the bloks."""
+    """Index of entry (r, c), pivot order, in its cblk's panel, found by scanning the bloks."""
     k = int(np.searchsorted(layout.fcol, c, side="right") - 1)
-    f, start = layout.fcol[k], layout.coefind[k] + (c - layout.fcol[k]) * layout.stride[k]
+    f, start = layout.fcol[k], (c - layout.fcol[k]) * layout.stride[k]
     if f <= r < layout.fcol[k + 1]:
         return start + r - f
     for b in range(layout.bloknum[k] + 1, layout.bloknum[k + 1]):
@@ -769,7 +770,7 @@ def test_assembly_map_groups_entries_by_cblk(kind, builder):
     B.indptr, B.indices = B.indptr.astype(np.int64), B.indices.astype(np.int64)
     an = analyze(B, ordering="metis", kind=kind)
     layout = PanelLayout.from_symbol(an.symbol)
-    amap = AssemblyMap.build(B, an.iperm, layout, kind)
+    amap = AssemblyMap.build(B, an.iperm, layout, kind == "lu")
     cols = np.repeat(np.arange(B.shape[0]), np.diff(B.indptr))
     pr, pc = an.iperm[B.indices], an.iperm[cols]
     lower = pr >= pc
@@ -781,7 +782,7 @@ def test_assembly_map_groups_entries_by_cblk(kind, builder):
         k = np.repeat(np.arange(ncblk), np.diff(ptr))
         assert ptr[0] == 0 and ptr[-1] == src.size == pos.size
         # Each cblk's entries lie in its own panel, where the scan puts them.
-        assert np.all((layout.coefind[k] <= pos) & (pos < layout.coefind[k + 1]))
+        assert np.all((pos >= 0) & (pos < layout.panel_sizes[k]))
         r, c = (pc[src], pr[src]) if upper else (pr[src], pc[src])
         assert [reference_position(layout, *rc) for rc in zip(r, c, strict=True)] == pos.tolist()
     if kind == "llt":
@@ -928,7 +929,7 @@ def test_permuted_rows_match_numpy(n, k, dtype, seed):
     # Both ways of unpermute_rows: a gather into a new array (narrow rows), in place.
     inverse = np.argsort(p)
     np.testing.assert_array_equal(unpermute_rows(a.copy(), p, inverse), back)
-    with patch("pastixpy.numeric.GATHER_MAX_ROW_BYTES", 0):
+    with patch("pastixpy.solve.GATHER_MAX_ROW_BYTES", 0):
         big = a.copy()
         assert unpermute_rows(big, p, inverse) is big
         np.testing.assert_array_equal(big, back)
@@ -960,7 +961,7 @@ def test_backward_error_columns_match_definition(n, k, dtype, seed):
     x = (10 * rng.standard_normal((n, k))).astype(dtype)
     b = (10 * rng.standard_normal((n, k))).astype(dtype)
     norm_a = np.abs(A).sum(axis=1).max()
-    berr = column_backward_errors(lambda X: A @ X, x, b, norm_a)
+    berr = column_backward_errors(Operator(lambda X: A @ X), x, b, norm_a)
     r = b - A @ x
     expect = np.abs(r).max(axis=0) / (norm_a * np.abs(x).max(axis=0) + np.abs(b).max(axis=0))
     np.testing.assert_allclose(berr, expect, rtol=1e-5)
@@ -968,7 +969,7 @@ def test_backward_error_columns_match_definition(n, k, dtype, seed):
 
 def test_backward_error_flags_non_finite_columns():
     x = np.array([[1.0, np.nan], [2.0, 1.0]])
-    berr = column_backward_errors(lambda X: X, x, np.ones((2, 2)), 1.0)
+    berr = column_backward_errors(Operator(lambda X: X), x, np.ones((2, 2)), 1.0)
     assert np.isfinite(berr[0]) and berr[1] == np.inf
 
 
@@ -995,9 +996,10 @@ def test_backward_error_by_rows_matches_the_product(n, k, dtype, conj, density, 
     b = random_vector(rng, (n, k), np.dtype(dtype).kind == "c").astype(dtype)
     op = C.conj().T if conj else C.T  # the operator whose rows are C's columns
     norm_a = float(abs(op).sum(axis=1).max()) if C.nnz else 1.0
-    rows = (C.indptr, C.indices, C.data, conj)
-    fused = column_backward_errors(None, x, b, norm_a, rows)
-    expect = column_backward_errors(lambda X: op @ X, x, b, norm_a)
+    # C's columns are the rows of op(A) = Cᵀ (Cᴴ): read in one pass.
+    fused_op = MatrixOperator(C, "H" if conj else "T", False, False)
+    fused = column_backward_errors(fused_op, x, b, norm_a)
+    expect = column_backward_errors(Operator(lambda X: op @ X), x, b, norm_a)
     eps = np.finfo(dtype).eps
     np.testing.assert_allclose(fused, expect, rtol=0, atol=64 * eps * max(expect.max(), eps))
 

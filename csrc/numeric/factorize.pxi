@@ -1,0 +1,211 @@
+# The factorization: A's entries assembled into a cblk's panel, its diagonal block
+# factored and the panel below it solved (factor_panel), progress reports, the
+# sequential driver, and the entry point that picks it or the threaded one.
+
+
+cdef idx_t factor_panel(const FactorState* P, idx_t k, scalar* wbuf, scalar* tmp,
+                        idx_t* count) noexcept nogil:
+    """Factor cblk k's diagonal block, then solve its panel below it.
+
+    LDLᵀ leaves W = A21 L11⁻ᵀ in ``wbuf`` for the updates; LU records its row
+    interchanges in ``lperm`` (each cblk owns its segment: threads never share one).
+    Perturbed pivots are added to ``count``. Returns the first column (pivot order)
+    whose LLᵀ pivot is not positive, else -1.
+    """
+    cdef const Blocks* B = &P.B
+    cdef scalar one = 1
+    cdef idx_t fc = B.fcol[k]
+    cdef int w = cblk_width(B, k), m = B.stride[k], info, h, M
+    cdef scalar* base = <scalar*>P.cblk[k].lcoef
+    cdef scalar* ubase = <scalar*>P.cblk[k].ucoef
+    cdef scalar* dsub = <scalar*>P.dsub
+    cdef int* ipiv
+    cdef idx_t e
+    # All updates to k are in: add A, the panel is complete.
+    add_entries(&P.al, base, k)
+    if P.ops.two_factors:
+        add_entries(&P.au, ubase, k)
+    if P.ops.diagonal == CHOLESKY:
+        info = potrf(w, base, m)
+        if info > 0:
+            return fc + info - 1
+        trsm(c'R', c'L', P.ops.tr, c'N', m - w, w, one, base, m, base + w, m)
+    elif P.ops.diagonal == PARTIAL_LU:
+        ipiv = <int*>tmp  # Bunch-Kaufman's scratch, free for LU: 2w + 2 scalars >= w ints
+        count[0] += lu_local(w, w, base, m, P.tol, &P.pert[fc], ipiv)
+        # Rows interchanged in the block are interchanged in U's part of the panel
+        # (its columns) and recorded in lperm for the solves.
+        for h in range(w):
+            if ipiv[h] != h:
+                e = P.lperm[fc + h]
+                P.lperm[fc + h] = P.lperm[fc + ipiv[h]]
+                P.lperm[fc + ipiv[h]] = e
+                for M in range(m):
+                    swap(&ubase[M + h * m], &ubase[M + ipiv[h] * m])
+        trsm(c'R', c'U', c'N', c'N', m - w, w, one, base, m, base + w, m)
+        trsm(c'R', c'L', c'T', c'U', m - w, w, one, base, m, ubase + w, m)
+    else:
+        count[0] += ldlt_bunch_kaufman(w, m, base, P.ops.conj, P.tol, &P.lperm[fc],
+                                       &P.pivtype[fc], &P.pert[fc], &dsub[fc], tmp)
+        if m > w:
+            # W = A21 L11⁻ᵀ is kept for the updates; the panel becomes L21 = W D⁻¹.
+            trsm(c'R', c'L', P.ops.tr, c'U', m - w, w, one, base, m, base + w, m)
+            for h in range(w):
+                for M in range(m - w):
+                    wbuf[M + h * (m - w)] = base[w + M + h * m]
+            apply_dinv_right(w, m - w, base, m, base + w, m, P.ops.conj, &P.pivtype[fc],
+                             &dsub[fc])
+    return -1
+
+
+# ---------------------------------------------------------------------------- progress
+
+cdef struct Reporter:
+    PyObject* progress  # callable(fraction), or NULL
+    PyObject* errors  # list collecting what a report raised
+    double last  # wall time of the last report
+    double step  # next fraction (a multiple of 2%) at which progress is called
+
+
+cdef Reporter new_reporter(progress, list errors):
+    cdef Reporter R
+    R.progress = NULL if progress is None else <PyObject*>progress
+    R.errors = <PyObject*>errors
+    R.last = omp_get_wtime()
+    R.step = 0.02
+    return R
+
+
+cdef inline double cblk_weight(const FactorState* P, idx_t k) noexcept nogil:
+    """Estimated flops of cblk k's panel and updates (width x rows²), for progress."""
+    return (<double>cblk_width(&P.B, k)) * P.B.stride[k] * P.B.stride[k]
+
+
+cdef int report(PyObject* progress, PyObject* errors, double fraction) noexcept with gil:
+    """On the calling thread: let Python handle signals (Ctrl-C) and call ``progress``
+    (unless NULL). An exception is appended to the list ``errors``; returns -1 then."""
+    try:
+        PyErr_CheckSignals()
+        if progress != NULL:
+            (<object>progress)(fraction)
+    except BaseException as e:
+        (<list>errors).append(e)
+        return -1
+    return 0
+
+
+cdef int maybe_report(Reporter* R, double fraction) noexcept nogil:
+    """Report (see :func:`report`) when 0.1 s passed since the last report, or when
+    ``fraction`` reached the next 2% step and there is a progress callable.
+    Returns -1 when the report raised: the caller stops."""
+    cdef double now = omp_get_wtime()
+    if now - R.last < 0.1 and (fraction < R.step or R.progress == NULL):
+        return 0
+    R.last = now
+    while R.step <= fraction:
+        R.step += 0.02
+    return report(R.progress, R.errors, fraction)
+
+
+# ---------------------------------------------------------------------------- drivers
+
+cdef void factorize_in_order(FactorState* P, scalar* work, scalar* wbuf, scalar* tmp,
+                             Reporter* R, idx_t* count, idx_t* failed) noexcept nogil:
+    """Factor the cblks in order on the calling thread (right-looking: each cblk updates
+    the later ones it faces): the reference the threaded driver agrees with."""
+    cdef idx_t k
+    cdef double done = 0, total = 0
+    for k in range(P.B.ncblk):
+        total += cblk_weight(P, k)
+    for k in range(P.B.ncblk):
+        failed[0] = factor_panel(P, k, wbuf, tmp, count)
+        if failed[0] >= 0:
+            return
+        apply_updates(NULL, P, k, work, wbuf, tmp)
+        done += cblk_weight(P, k)
+        if maybe_report(R, done / total) != 0:
+            return
+
+
+def factorize(Structure structure, Storage storage, int kind, double tol, assembly,
+              scalar[::1] values_l, scalar[::1] values_u, pivots, int threads=1,
+              progress=None):
+    """Factor all cblks in place (GIL released), on ``threads`` OpenMP threads.
+
+    Parameters
+    ----------
+    structure : Structure
+    storage : Storage
+        Zeroed panels, in this function's precision, for ``structure``.
+    kind : int
+        A value of :data:`KIND_CODES`.
+    tol : float
+        Static pivoting threshold.
+    assembly : AssemblyMap
+        Where A's entries go: ``pos_l``, ``ptr_l``, ``pos_u``, ``ptr_u`` (each cblk's
+        entries are added into its panel just before it is factored, on the thread that
+        factors it).
+    values_l, values_u : arrays of the factors' dtype
+        A's entries in the assembly map's order (``values_u`` empty except for LU).
+    pivots : object
+        Its arrays are written: ``lperm`` (int64, LDLᵀ and LU, the identity on entry),
+        ``pivtype`` (int8, LDLᵀ), ``dsub`` (the factors' dtype, LDLᵀ), ``pert`` (int8).
+    threads : int
+        1: the cblks in order on the calling thread (the reference). More: cblks are
+        factored as soon as their updates are in (factors agree to rounding); BLAS
+        should then be limited to one thread by the caller.
+    progress : callable, optional
+        ``progress(fraction)``, called from the calling thread every 2% of the
+        estimated flops. An exception it raises (or a KeyboardInterrupt) stops the
+        work and is raised again here, the factors left incomplete.
+
+    Returns
+    -------
+    perturbed : int
+        Pivots replaced by static pivoting.
+    failed_column : int
+        LLᵀ: the first column (pivot order) whose pivot is not positive, else -1;
+        the factorization stops there (the first in pivot order whatever the threads).
+    """
+    cdef idx_t[::1] lperm = pivots.lperm
+    cdef signed char[::1] pivtype = pivots.pivtype
+    cdef scalar[::1] dsub = pivots.dsub
+    cdef signed char[::1] pert = pivots.pert
+    cdef FactorState P
+    cdef idx_t n = structure.B.fcol[structure.B.ncblk], count = 0, failed = -1
+    cdef idx_t sizes[3]
+    cdef list errors = []
+    cdef Reporter R = new_reporter(progress, errors)
+    cdef scalar* work = NULL  # also picks the specialization of the calls below
+    storage.check(structure, scalar_code(work))
+    P.B = structure.B
+    P.ops = kind_ops(kind, scalar is cfloat or scalar is cdouble)
+    if storage.two_factors != P.ops.two_factors:
+        raise ValueError("the storage's factors do not match the kind")
+    if pert.shape[0] != n or (kind != LLT and lperm.shape[0] != n) \
+            or (P.ops.diagonal == BUNCH_KAUFMAN and (pivtype.shape[0] != n or dsub.shape[0] != n)):
+        raise ValueError("the pivots' arrays do not match the matrix")
+    P.cblk = storage.cblk
+    P.tol = tol
+    P.dsub = &dsub[0] if dsub.shape[0] else NULL
+    P.lperm = &lperm[0] if lperm.shape[0] else NULL
+    P.pivtype = &pivtype[0] if pivtype.shape[0] else NULL
+    P.pert = &pert[0]
+    cdef cnp.ndarray pos_l = assembly.pos_l, pos_u = assembly.pos_u
+    cdef const idx_t[::1] ptr_l = assembly.ptr_l
+    cdef const idx_t[::1] ptr_u = assembly.ptr_u
+    P.al = make_entries(values_l, pos_l, ptr_l, structure)
+    P.au = make_entries(values_u, pos_u, ptr_u, structure)
+    if threads > 1 and P.B.ncblk > 1:
+        return factorize_threaded(&P, threads, &R, errors, work)
+    workspace_sizes(&P, 0, P.B.ncblk, sizeof(scalar), sizes)
+    work = <scalar*>malloc((sizes[0] + sizes[1] + sizes[2]) * sizeof(scalar))
+    if work == NULL:
+        raise MemoryError("cannot allocate the factorization work buffers")
+    with nogil:
+        factorize_in_order(&P, work, work + sizes[0], work + sizes[0] + sizes[1], &R, &count,
+                           &failed)
+    free(work)
+    if errors:
+        raise errors[0]
+    return count, failed

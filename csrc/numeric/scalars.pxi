@@ -1,0 +1,78 @@
+# Scalar types: the four precisions as one fused type, magnitudes and conjugation.
+
+import numpy as np
+
+cimport numpy as cnp
+from cpython.exc cimport PyErr_CheckSignals
+from cpython.ref cimport PyObject
+from cython.parallel cimport parallel, threadid
+from libc.math cimport fabs, sqrt
+from libc.stdint cimport INT64_MAX, int8_t, int32_t, int64_t
+from libc.stdlib cimport calloc, free, malloc
+from openmp cimport (omp_destroy_lock, omp_get_num_threads, omp_get_wtime, omp_init_lock,
+                     omp_lock_t, omp_set_lock, omp_test_lock, omp_unset_lock)
+
+cnp.import_array()
+
+cdef extern from "<sched.h>" nogil:
+    int sched_yield()
+
+cdef extern from *:
+    void __builtin_prefetch(const void* addr, int rw, int locality) nogil
+
+ctypedef int64_t idx_t
+ctypedef float complex cfloat
+ctypedef double complex cdouble
+
+ctypedef fused scalar:
+    float
+    double
+    cfloat
+    cdouble
+
+# Codes of the four scalar types (Storage.dtype_code), in the fused type's order.
+cdef enum:
+    FLOAT32 = 0
+    FLOAT64 = 1
+    COMPLEX64 = 2
+    COMPLEX128 = 3
+
+DTYPE_CODES = {
+    np.dtype(np.float32): FLOAT32,
+    np.dtype(np.float64): FLOAT64,
+    np.dtype(np.complex64): COMPLEX64,
+    np.dtype(np.complex128): COMPLEX128,
+}
+
+
+cdef inline int scalar_code(scalar* dummy) noexcept nogil:
+    """The code of the fused type a specialization runs on (the argument is not read)."""
+    if scalar is float:
+        return FLOAT32
+    elif scalar is double:
+        return FLOAT64
+    elif scalar is cfloat:
+        return COMPLEX64
+    else:
+        return COMPLEX128
+
+
+cdef inline double mag(scalar x) noexcept nogil:
+    if scalar is float or scalar is double:
+        return fabs(x)
+    else:
+        return sqrt(x.real * x.real + x.imag * x.imag)
+
+
+cdef inline scalar cj(scalar x, bint conj) noexcept nogil:
+    """x, conjugated when ``conj`` (Hermitian kinds)."""
+    if scalar is cfloat or scalar is cdouble:
+        if conj:
+            return x.conjugate()
+    return x
+
+
+cdef inline void swap(scalar* x, scalar* y) noexcept nogil:
+    cdef scalar t = x[0]
+    x[0] = y[0]
+    y[0] = t

@@ -1,0 +1,357 @@
+# The typed structs every kernel takes: the block structure (Blocks, made by Structure),
+# where each cblk's coefficients live (CblkStore, made by Storage), what the
+# factorization kind decides (Ops), and the assembly of A's entries (Entries).
+#
+# Block structure: cblk k holds columns fcol[k]..fcol[k+1]-1 and a panel of stride[k]
+# rows, its diagonal block and then its off-diagonal bloks stacked; its bloks are
+# bloknum[k]..bloknum[k+1]-1, the first being the diagonal block; blok b covers rows
+# frow[b]..lrow[b] (pivot order), faces cblk fcblk[b] and starts at row bcoef[b] of
+# its panel. (PaStiX's vocabulary: SolverCblk, SolverBlok.)
+#
+# Storage: a descriptor per cblk says in what form its coefficients are (a dense
+# panel today; compressed tiles, or none where another owner holds it, tomorrow), in
+# which precision, where (L's panel, and Uᵀ's for LU), and who holds it. Kernels reach
+# coefficients only through it, so a cblk can be compressed, freed or remote without
+# the kernels of the others knowing.
+
+
+cdef struct Blocks:
+    idx_t ncblk
+    const idx_t* fcol
+    const idx_t* bloknum
+    const idx_t* stride
+    const idx_t* frow
+    const idx_t* lrow
+    const idx_t* fcblk
+    const idx_t* bcoef
+
+
+cdef inline int cblk_width(const Blocks* B, idx_t k) noexcept nogil:
+    return B.fcol[k + 1] - B.fcol[k]
+
+
+cdef inline int blok_rows(const Blocks* B, idx_t b) noexcept nogil:
+    return B.lrow[b] - B.frow[b] + 1
+
+
+cdef class Structure:
+    """The block structure of an analysis, as the kernels read it (one per analysis).
+
+    Parameters
+    ----------
+    fcol : int64 array (ncblk + 1)
+        First column of each cblk, then n.
+    bloknum : int64 array (ncblk + 1)
+        First blok of each cblk, then the number of bloks.
+    stride : int64 array (ncblk)
+        Rows of each cblk's panel.
+    frow, lrow, fcblk, bcoef : int64 arrays (nblok)
+        Each blok's first and last row, the cblk it faces, its first row in its panel.
+    """
+
+    cdef Blocks B
+    cdef readonly object fcol, bloknum, stride, frow, lrow, fcblk, bcoef
+
+    def __cinit__(self, fcol, bloknum, stride, frow, lrow, fcblk, bcoef):
+        arrays = [np.ascontiguousarray(a, dtype=np.int64)
+                  for a in (fcol, bloknum, stride, frow, lrow, fcblk, bcoef)]
+        self.fcol, self.bloknum, self.stride, self.frow, self.lrow, self.fcblk, self.bcoef = arrays
+        ncblk = self.fcol.shape[0] - 1
+        nblok = self.frow.shape[0]
+        if ncblk < 1 or self.bloknum.shape[0] != ncblk + 1 or self.stride.shape[0] != ncblk \
+                or self.bloknum[0] != 0 or self.bloknum[ncblk] != nblok \
+                or any(a.shape[0] != nblok for a in (self.lrow, self.fcblk, self.bcoef)):
+            raise ValueError("the block structure arrays do not match")
+        self.B.ncblk = ncblk
+        self.B.fcol = <const idx_t*>cnp.PyArray_DATA(self.fcol)
+        self.B.bloknum = <const idx_t*>cnp.PyArray_DATA(self.bloknum)
+        self.B.stride = <const idx_t*>cnp.PyArray_DATA(self.stride)
+        self.B.frow = <const idx_t*>cnp.PyArray_DATA(self.frow)
+        self.B.lrow = <const idx_t*>cnp.PyArray_DATA(self.lrow)
+        self.B.fcblk = <const idx_t*>cnp.PyArray_DATA(self.fcblk)
+        self.B.bcoef = <const idx_t*>cnp.PyArray_DATA(self.bcoef)
+
+    @property
+    def ncblk(self):
+        return self.B.ncblk
+
+    @property
+    def n(self):
+        return int(self.fcol[self.B.ncblk])
+
+    def panel_sizes(self):
+        """Scalars of each cblk's panel (stride x width)."""
+        return self.stride * np.diff(self.fcol)
+
+
+# ---------------------------------------------------------------------------- storage
+
+# How a cblk's coefficients are stored.
+cdef enum:
+    DENSE = 0  # column-major panels, stride x width: L's, and Uᵀ's for LU
+    LOWRANK = 1  # off-diagonal tiles compressed (block low-rank): reserved
+    ABSENT = 2  # held by another owner: nothing here
+
+STORAGE_NAMES = {DENSE: "dense", LOWRANK: "lowrank", ABSENT: "absent"}
+
+
+cdef struct CblkStore:
+    int8_t storage  # DENSE, LOWRANK or ABSENT
+    int8_t dtype  # FLOAT32 ... COMPLEX128 (scalars.pxi): the factor's precision
+    int32_t owner  # who factors and holds the cblk (0 on one process)
+    void* lcoef  # L's panel (DENSE), NULL where ABSENT
+    void* ucoef  # Uᵀ's panel for LU, else NULL
+
+
+#: Consecutive cblks share one allocation until it holds this many bytes; a cblk at
+#: least this large has its own (the large top separators, which compression and a
+#: distributed run will want to free or not hold at all).
+GROUP_BYTES = 32 * 2**20
+
+
+cdef class Storage:
+    """The factors' coefficients, with one descriptor per cblk (see :c:type:`CblkStore`).
+
+    Panels are allocated zeroed (pages are faulted in by the thread that assembles A
+    into them), by groups of consecutive cblks of about ``group_bytes``; a cblk larger
+    than that is a group by itself. Cblks whose owner is not ``rank`` get no panel.
+
+    Parameters
+    ----------
+    structure : Structure
+    dtype : numpy dtype
+        The factors' precision (one of the four kernel dtypes).
+    two_factors : bool
+        LU: a Uᵀ panel beside each L panel.
+    owners : int32 array (ncblk), optional
+        The owner of each cblk; all 0 (this process) by default.
+    rank : int
+        The owner this process is.
+    group_bytes : int
+        See :data:`GROUP_BYTES`.
+    """
+
+    cdef CblkStore* cblk
+    cdef idx_t ncblk
+    cdef readonly Structure structure
+    cdef readonly object dtype
+    cdef readonly bint two_factors
+    cdef readonly idx_t entries  # scalars held here, L and U
+    cdef readonly object group_start  # first cblk of each allocation group, then ncblk
+    cdef list _arrays  # the group arrays the panels point into
+    cdef object _offsets  # each cblk's offset in its group's arrays
+
+    def __cinit__(self, Structure structure, dtype, bint two_factors, owners=None,
+                  int rank=0, group_bytes=GROUP_BYTES):
+        cdef idx_t k, g
+        cdef int8_t code
+        self.structure = structure
+        self.dtype = np.dtype(dtype)
+        if self.dtype not in DTYPE_CODES:
+            raise ValueError(f"no kernels for dtype {self.dtype}")
+        code = DTYPE_CODES[self.dtype]
+        self.ncblk = structure.B.ncblk
+        self.two_factors = two_factors
+        sizes = structure.panel_sizes()
+        owner = np.zeros(self.ncblk, dtype=np.int32) if owners is None \
+            else np.ascontiguousarray(owners, dtype=np.int32)
+        if owner.shape[0] != self.ncblk:
+            raise ValueError("owners needs one entry per cblk")
+        held = owner == rank
+        self.cblk = <CblkStore*>calloc(max(self.ncblk, 1), sizeof(CblkStore))
+        if self.cblk == NULL:
+            raise MemoryError("cannot allocate the storage descriptors")
+        # Groups: consecutive held cblks, closed once they reach group_bytes.
+        itemsize = self.dtype.itemsize
+        starts = []
+        offsets = np.zeros(self.ncblk, dtype=np.int64)
+        total = 0
+        for k in range(self.ncblk):
+            if not held[k]:
+                continue
+            if not starts or total >= group_bytes or sizes[k] * itemsize >= group_bytes:
+                starts.append(k)
+                total = 0
+            offsets[k] = total // itemsize
+            total += sizes[k] * itemsize
+        self.group_start = np.array(starts + [self.ncblk], dtype=np.int64)
+        self._offsets = offsets
+        self._arrays = []
+        self.entries = 0
+        cdef cnp.ndarray L, U
+        cdef const idx_t[::1] off = offsets
+        cdef idx_t isz = itemsize
+        for g in range(len(starts)):
+            members = np.arange(starts[g], self.group_start[g + 1])
+            members = members[held[members]]
+            size = int(sizes[members].sum())
+            L = np.zeros(size, dtype=self.dtype)
+            U = np.zeros(size if two_factors else 0, dtype=self.dtype)
+            self._arrays.append((L, U))
+            self.entries += size * (2 if two_factors else 1)
+            for k in members:
+                self.cblk[k].lcoef = <char*>cnp.PyArray_DATA(L) + off[k] * isz
+                if two_factors:
+                    self.cblk[k].ucoef = <char*>cnp.PyArray_DATA(U) + off[k] * isz
+        for k in range(self.ncblk):
+            self.cblk[k].storage = DENSE if held[k] else ABSENT
+            self.cblk[k].dtype = code
+            self.cblk[k].owner = owner[k]
+
+    def __dealloc__(self):
+        free(self.cblk)
+
+    @property
+    def nbytes(self):
+        """Bytes of coefficients held here."""
+        return int(self.entries) * self.dtype.itemsize
+
+    def describe(self, idx_t k):
+        """Cblk k's descriptor as a dict: storage, dtype, owner."""
+        if k < 0 or k >= self.ncblk:
+            raise IndexError(f"cblk {k} out of range")
+        return {
+            "storage": STORAGE_NAMES[self.cblk[k].storage],
+            "dtype": self.dtype,
+            "owner": int(self.cblk[k].owner),
+        }
+
+    def panel(self, idx_t k, factor="L"):
+        """Cblk k's panel as a read-only (stride x width) array view, ``factor`` "L" or "U"."""
+        if k < 0 or k >= self.ncblk:
+            raise IndexError(f"cblk {k} out of range")
+        if self.cblk[k].storage != DENSE:
+            raise ValueError(f"cblk {k} has no dense panel here ({self.describe(k)['storage']})")
+        if factor not in ("L", "U") or (factor == "U" and not self.two_factors):
+            raise ValueError(f"no {factor} factor in this storage")
+        g = int(np.searchsorted(self.group_start, k, side="right") - 1)
+        arr = self._arrays[g][0 if factor == "L" else 1]
+        width = self.structure.fcol[k + 1] - self.structure.fcol[k]
+        stride = self.structure.stride[k]
+        off = self._offsets[k]
+        view = arr[off:off + stride * width].reshape(width, stride).T
+        view.flags.writeable = False
+        return view
+
+    def freeze(self):
+        """Make the panels read-only to Python (the kernels write through the descriptors)."""
+        for L, U in self._arrays:
+            L.flags.writeable = False
+            U.flags.writeable = False
+
+    cdef int check(self, Structure structure, int code) except -1:
+        """Raise unless this storage is for ``structure`` and holds ``code`` scalars."""
+        cdef idx_t k
+        if structure is not self.structure:
+            raise ValueError("the storage is not for this block structure")
+        for k in range(self.ncblk):
+            if self.cblk[k].dtype != code:
+                raise ValueError(f"cblk {k} is stored in another precision than the kernel's")
+            if self.cblk[k].storage != DENSE:
+                raise ValueError(f"cblk {k} is not held here as a dense panel")
+        return 0
+
+
+# ---------------------------------------------------------------------------- kinds
+
+# Factorization kinds (KIND_CODES; pastixpy/kinds.py names them). Only kind_ops reads them.
+cdef enum:
+    LLT = 0
+    LDLT = 1
+    LDLH = 2
+    LU = 3
+
+KIND_CODES = {"llt": LLT, "ldlt": LDLT, "ldlh": LDLH, "lu": LU}
+
+# The kernels that factor a diagonal block.
+cdef enum:
+    CHOLESKY = 0
+    BUNCH_KAUFMAN = 1
+    PARTIAL_LU = 2
+
+
+cdef struct Ops:
+    # What the factorization kind decides, set once by kind_ops: the kernels read these
+    # parameters and never the kind.
+    int diagonal  # CHOLESKY, BUNCH_KAUFMAN or PARTIAL_LU
+    bint conj  # transposes conjugate (complex LLᴴ and LDLᴴ)
+    char tr  # 'C' where conj, else 'T'
+    bint two_factors  # LU: Uᵀ's panels beside L's, updated alike
+    bint scaled_left  # LDLᵀ: an update's left operand is W = L21 D (kept from the panel)
+    bint symmetric_top  # LLᵀ: an update's square on its own rows is symmetric (syrk/herk)
+
+
+cdef Ops kind_ops(int kind, bint complex_) except *:
+    cdef Ops o
+    if kind not in (LLT, LDLT, LDLH, LU):
+        raise ValueError(f"unknown factorization kind code {kind}")
+    o.diagonal = CHOLESKY if kind == LLT else PARTIAL_LU if kind == LU else BUNCH_KAUFMAN
+    o.conj = complex_ and (kind == LLT or kind == LDLH)
+    o.tr = c'C' if o.conj else c'T'
+    o.two_factors = kind == LU
+    o.scaled_left = kind == LDLT or kind == LDLH
+    o.symmetric_top = kind == LLT
+    return o
+
+
+# ---------------------------------------------------------------------------- A's entries
+
+cdef struct Entries:
+    # A's entries bound for one factor (AssemblyMap): cblk k's are ptr[k]:ptr[k + 1],
+    # added at val's positions in its panel (int32 or int64, the other NULL).
+    const void* val
+    const int32_t* pos32
+    const int64_t* pos64
+    const idx_t* ptr
+
+
+cdef Entries make_entries(scalar[::1] val, cnp.ndarray pos, const idx_t[::1] ptr,
+                          Structure structure) except *:
+    """Check one part of an AssemblyMap against the panels it fills."""
+    cdef Entries E
+    cdef idx_t nval = val.shape[0], ncblk = structure.B.ncblk, k, i, size
+    cdef const Blocks* B = &structure.B
+    if pos.dtype != np.int32 and pos.dtype != np.int64 or not pos.flags.c_contiguous \
+            or pos.shape[0] != nval or ptr.shape[0] != ncblk + 1 or ptr[0] != 0 \
+            or ptr[ncblk] != nval:
+        raise ValueError("assembly map does not fit the panels")
+    E.val = &val[0] if nval else NULL
+    E.pos32 = <const int32_t*>cnp.PyArray_DATA(pos) if pos.dtype == np.int32 else NULL
+    E.pos64 = <const int64_t*>cnp.PyArray_DATA(pos) if pos.dtype == np.int64 else NULL
+    E.ptr = &ptr[0]
+    for k in range(ncblk):
+        size = B.stride[k] * cblk_width(B, k)
+        for i in range(ptr[k], ptr[k + 1]):
+            if (E.pos32[i] if E.pos32 != NULL else E.pos64[i]) >= size \
+                    or (E.pos32[i] if E.pos32 != NULL else E.pos64[i]) < 0:
+                raise ValueError(f"assembly map: an entry of cblk {k} lies outside its panel")
+    return E
+
+
+cdef inline void add_entries(const Entries* E, scalar* a, idx_t k) noexcept nogil:
+    """Add cblk k's entries of A into its panel ``a``."""
+    cdef const scalar* val = <const scalar*>E.val
+    cdef idx_t i
+    if E.pos32 != NULL:
+        for i in range(E.ptr[k], E.ptr[k + 1]):
+            a[E.pos32[i]] += val[i]
+    else:
+        for i in range(E.ptr[k], E.ptr[k + 1]):
+            a[E.pos64[i]] += val[i]
+
+
+# ---------------------------------------------------------------------------- one factorization
+
+cdef struct FactorState:
+    # What the factorization kernels share: read-only structure and parameters, the
+    # storage they write, A's entries and the pivots' records.
+    Blocks B
+    Ops ops
+    CblkStore* cblk
+    double tol  # static pivoting threshold
+    void* dsub  # LDLᵀ: D's off-diagonal entry of the 2x2 pivot at each column, else NULL
+    idx_t* lperm  # LDLᵀ and LU: pivot order after the interchanges inside blocks, else NULL
+    signed char* pivtype  # LDLᵀ: 1, or 2 and 0 for the columns of a 2x2 pivot, else NULL
+    signed char* pert  # 1 where a pivot was replaced (static pivoting)
+    Entries al  # A's entries of L's panels
+    Entries au  # and of Uᵀ's (LU)

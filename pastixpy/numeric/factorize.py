@@ -1,0 +1,148 @@
+"""The numeric factorization: storage for the panels, A's entries assembled into them, the
+kernels run in order or on threads; :func:`factorize_numeric` returns the Factors."""
+
+import ctypes
+import ctypes.util
+
+import numpy as np
+
+from .. import _numeric
+from ..errors import NotPositiveDefiniteError, OutOfMemoryError
+from ..memory import check_memory
+from ..options import available_cores
+from .factors import Factors, Pivots
+from .threads import blas_threads, kernel_threads
+
+#: Below this many flops, starting threads costs more than they save.
+PARALLEL_MIN_FLOPS = 1e8
+
+
+def _find_malloc_trim():
+    """glibc's ``malloc_trim``, or None (other C libraries, other systems)."""
+    name = ctypes.util.find_library("c")
+    try:
+        return ctypes.CDLL(name).malloc_trim if name else None
+    except (OSError, AttributeError):
+        return None
+
+
+_malloc_trim = _find_malloc_trim()
+
+
+def release_free_memory():
+    """Give the memory that freed temporaries left in the C heap back to the system.
+
+    glibc keeps freed blocks for reuse; after an analysis (METIS, sorts) they would
+    count in the process's peak on top of the factors allocated next. A no-op where
+    glibc is not used.
+    """
+    if _malloc_trim is not None:
+        _malloc_trim(0)
+
+
+def factorize_numeric(
+    B, analysis, layout, amap, kind, pivot_tol, dtype=None, progress=None, threads=None
+):
+    """Assemble B into panels and factor them.
+
+    Parameters
+    ----------
+    B : canonical CSC array
+        The preprocessed matrix, in the original numbering.
+    analysis : Analysis
+        Supplies the permutation; ``layout`` and ``amap`` derive from it.
+    layout : PanelLayout
+    amap : AssemblyMap
+    kind : Kind
+    pivot_tol : float
+        Static pivoting threshold: pivots smaller in magnitude are replaced.
+    dtype : numpy dtype, optional
+        The factors' precision (default B's): float32 factors of a float64 B are mixed
+        precision's.
+    progress : callable, optional
+        Called as ``progress(done_fraction)`` as the factorization advances.
+    threads : int, optional
+        Threads factoring cblks concurrently (BLAS then runs single-threaded in
+        each); default: the cores this process may run on, one under
+        :data:`PARALLEL_MIN_FLOPS`. ``1`` factors the cblks in order on the calling
+        thread, the reference the threaded run agrees with to rounding (and what a
+        process forked from one that ran threads gets: GNU OpenMP does not survive
+        fork).
+
+    Returns
+    -------
+    Factors
+
+    Raises
+    ------
+    OutOfMemoryError
+        The factors would not fit in the memory this process may take (checked
+        before anything is allocated).
+    NotPositiveDefiniteError
+        LLᵀ met a pivot that is not positive (column in B's numbering): the first
+        failing column in pivot order, whatever the number of threads.
+    """
+    dtype = np.dtype(B.dtype if dtype is None else dtype)
+    release_free_memory()
+    # The factors and the copies of B's entries in assembly order, before any of them.
+    copies = 2 if kind.two_factors else 1
+    needed = (copies * layout.size + amap.src_l.size + amap.src_u.size) * dtype.itemsize
+    check_memory(needed, "the factors", memory_advice(kind, B.dtype, dtype))
+    try:
+        storage = _numeric.Storage(layout.structure, dtype, kind.two_factors)
+    except MemoryError:
+        raise OutOfMemoryError(
+            f"the factors need {needed / 2**30:.2f} GiB, which could not be allocated; "
+            + memory_advice(kind, B.dtype, dtype),
+            needed=needed,
+            available=0,
+        ) from None
+    values_l, values_u = amap.values(B.data, dtype)
+    pivots = Pivots.empty(kind, B.shape[0], dtype)
+    # Small factorizations stay on one thread: starting more costs more.
+    if threads is None:
+        small = analysis.stats["flops"] < PARALLEL_MIN_FLOPS
+        threads = 1 if small else available_cores()
+    threads = kernel_threads(int(threads) if layout.ncblk > 1 else 1)
+    with blas_threads(1 if threads > 1 else None):
+        _, failed = _numeric.factorize(
+            layout.structure,
+            storage,
+            kind.code,
+            pivot_tol,
+            amap,
+            values_l,
+            values_u,
+            pivots,
+            threads,
+            progress,
+        )
+    if failed >= 0:
+        column = int(analysis.perm[failed])
+        raise NotPositiveDefiniteError(
+            f"the matrix is not positive definite: the pivot of column {column} is not "
+            "positive; use kind='ldlt' (or kind='auto') for symmetric indefinite matrices",
+            column=column,
+        )
+    if progress is not None:
+        progress(1.0)
+    storage.freeze()
+    pivots.freeze()
+    return Factors(kind, layout, storage, pivots, threads)
+
+
+def memory_advice(kind, matrix_dtype, factor_dtype):
+    """What to try when the factors do not fit."""
+    tips = []
+    if np.dtype(factor_dtype).char in "dD":
+        tips.append(
+            "precision='mixed' halves the factors and refines the solution to double "
+            "accuracy; a single-precision matrix (A.astype(numpy.float32)) halves them too"
+        )
+    if kind.two_factors:
+        tips.append("a symmetric matrix factored as kind='llt' or 'ldlt' stores one factor")
+    tips.append(
+        "another ordering may fill less (pastixpy.analyze(A, ordering=...).stats"
+        "['memory_bytes'] forecasts each before any allocation)"
+    )
+    return "; ".join(tips)

@@ -1,0 +1,144 @@
+"""The numeric factors of one factorization and what is read from them: triangular solves
+in pivot order, the diagonal, and D's blocks for determinants and inertia."""
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from .. import _numeric
+from .threads import blas_threads, kernel_threads
+
+
+@dataclass(frozen=True)
+class Pivots:
+    """What the factorization records about its pivots, in pivot order.
+
+    Attributes
+    ----------
+    lperm : ndarray of int64
+        LDLᵀ and LU: pivot order after the interchanges inside diagonal blocks
+        (Bunch-Kaufman's symmetric ones, LU's row interchanges); empty for LLᵀ.
+    pivtype : ndarray of int8
+        LDLᵀ only: 1 for a 1x1 pivot, 2 and 0 for the columns of a 2x2 pivot.
+    dsub : ndarray
+        LDLᵀ only: D's off-diagonal entry of the 2x2 pivot starting at each column.
+    pert : ndarray of int8
+        1 where static pivoting replaced the pivot.
+    """
+
+    lperm: np.ndarray
+    pivtype: np.ndarray
+    dsub: np.ndarray
+    pert: np.ndarray
+
+    @classmethod
+    def empty(cls, kind, n, dtype):
+        """The arrays a factorization of this kind fills (identity, no 2x2, none replaced)."""
+        return cls(
+            np.arange(n if kind.local_pivots else 0, dtype=np.int64),
+            np.ones(n if kind.block_diagonal else 0, dtype=np.int8),
+            np.zeros(n if kind.block_diagonal else 0, dtype=dtype),
+            np.zeros(n, dtype=np.int8),
+        )
+
+    def freeze(self):
+        for a in (self.lperm, self.pivtype, self.dsub, self.pert):
+            a.setflags(write=False)
+
+
+@dataclass(frozen=True)
+class Factors:
+    """Numeric factors of P B Pᵀ, cblk by cblk (see :class:`pastixpy._numeric.Storage`).
+
+    Attributes
+    ----------
+    kind : Kind
+    layout : PanelLayout
+    storage : Storage
+        The panels, one descriptor per cblk: their storage, precision and owner.
+    pivots : Pivots
+    threads : int
+        Threads the factorization ran on (its solves run on as many).
+    """
+
+    kind: object
+    layout: object
+    storage: object
+    pivots: Pivots
+    threads: int = 1
+
+    @property
+    def dtype(self):
+        """The factors' precision."""
+        return self.storage.dtype
+
+    @property
+    def perturbed(self):
+        """Pivots replaced by static pivoting (bool, pivot order)."""
+        return self.pivots.pert.astype(bool)
+
+    @property
+    def conj(self):
+        """Whether transposes in this factorization are conjugate (Hermitian kinds)."""
+        return self.kind.conj(self.dtype)
+
+    def panel(self, k, factor="L"):
+        """Cblk k's panel (stride x width, read-only), ``factor`` "L" or "U" (Uᵀ)."""
+        return self.storage.panel(k, factor)
+
+    def solve_inplace(self, X, trans="N"):
+        """Solve (P B Pᵀ) X = R in place, X in pivot order, (n, nrhs) row-major, in the
+        factors' dtype.
+
+        Row-major keeps the right-hand sides of an unknown together, so the rows
+        of a block are one contiguous run for the kernels. ``trans`` is ``"N"`` or
+        ``"T"`` (LU); symmetric kinds ignore it. Runs on the factorization's threads:
+        disjoint subtrees in parallel, then the tree above them (forward), and the
+        other way round backward.
+        """
+        if not X.flags.c_contiguous:
+            raise ValueError("solve_inplace needs a row-major (C-contiguous) X")
+        if X.dtype != self.dtype:
+            raise ValueError(f"solve_inplace needs X in the factors' dtype {self.dtype}")
+        nrhs = X.shape[1]
+        flat = X.reshape(-1)
+        plan = self.layout.solve_plan(kernel_threads(self.threads))
+        forward, backward = self.kind.sweeps(self.dtype, self.pivots.lperm, trans)
+        # With threads over subtrees the BLAS runs on one, the top part too: a BLAS
+        # thread left spinning after it would take a core from the next sweep.
+        with blas_threads(1 if plan.threads > 1 else None):
+            _numeric.solve_forward(flat, nrhs, self.storage, forward, plan)
+            if plan.top.size:
+                _numeric.solve_forward(flat, nrhs, self.storage, forward, plan.top_plan)
+            if self.kind.block_diagonal:
+                p = self.pivots
+                _numeric.solve_diagonal(flat, nrhs, self.storage, p.dsub, self.conj, p.pivtype)
+            if plan.top.size:
+                _numeric.solve_backward(flat, nrhs, self.storage, backward, plan.top_plan)
+            _numeric.solve_backward(flat, nrhs, self.storage, backward, plan)
+        return X
+
+    def diagonal(self):
+        """Diagonal of the diagonal blocks in pivot order: L's (LLᵀ), D's (LDLᵀ), U's (LU)."""
+        out = np.empty(self.layout.fcol[-1], dtype=self.dtype)
+        _numeric.diagonal_entries(self.storage, out)
+        return out
+
+    def d_blocks(self):
+        """D's diagonal, the 1x1 pivot positions, the 2x2 pivot starts and the 2x2
+        determinants (LDLᵀ, LDLᴴ)."""
+        d = self.diagonal()
+        one = np.flatnonzero(self.pivots.pivtype == 1)
+        two = np.flatnonzero(self.pivots.pivtype == 2)
+        off = self.pivots.dsub[two]
+        det2 = d[two] * d[two + 1] - (np.conj(off) if self.conj else off) * off
+        return d, one, two, det2
+
+
+def parity(p):
+    """1 if the permutation is odd, 0 if even."""
+    n = p.size
+    graph = sp.csr_array((np.ones(n), (np.arange(n), p)), shape=(n, n))
+    ncycles = sp.csgraph.connected_components(graph, directed=True, connection="weak")[0]
+    return (n - ncycles) % 2

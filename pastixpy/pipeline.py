@@ -1,0 +1,335 @@
+"""The factorization pipeline: preprocess → analyze → numeric → check, and its retries as one
+loop.
+
+:func:`factorize` runs it for a checked, canonical matrix; :func:`refactorize` for a new
+matrix of the same pattern, reusing the analysis, the assembly map and the row matching.
+Both return a :class:`State`: what a factorization holds (its kind, analysis, factors and
+the :class:`~pastixpy.solve.Solver` its solves use) and its statistics.
+
+A try can end in three ways that call for another, each recorded in
+``stats["retries"]``:
+
+- LLᵀ meets a pivot that is not positive and the kind was ``"auto"``: LDLᵀ (LDLᴴ), on a
+  new analysis when 2x2 pivot pairs want one;
+- pivots were perturbed and a solve with a known answer cannot be refined to the
+  tolerance: the same kind once more on wider supernodes, whose diagonal blocks give
+  local pivoting the choice that static pivoting lacked;
+- mixed precision cannot reach the tolerance: double precision, with a warning (or a
+  MixedPrecisionError when the fallback was refused).
+
+Solves never retry: a solve does not change the factorization.
+"""
+
+import time
+import warnings
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from .analysis import analyze
+from .errors import MixedPrecisionError, NotPositiveDefiniteError, PatternMismatchError
+from .kinds import KINDS, indefinite_kind
+from .matrix import symmetric_pattern
+from .numeric import AssemblyMap, PanelLayout, factorize_numeric
+from .options import parse_option
+from .ordering import METIS_UFACTORS, ORDERINGS
+from .preprocess import preprocess
+from .solve import PastixWarning, Solver, default_tol, pivot_order_gathers
+
+#: Wider supernodes for a second try when static pivoting defeats refinement:
+#: larger diagonal blocks leave local pivoting more rows to choose from.
+ROBUST_AMALGAMATION = {"subtree": 256, "zrelax": (0.9, 0.5, 0.4)}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One try: the kind, the analysis to reuse (None: make one), the preprocessing to
+    reuse (None: compute it), wider supernodes or not, the factors' dtype."""
+
+    kind: str
+    analysis: object = None
+    prep: object = None
+    coarse: bool = False
+    factor_dtype: np.dtype = None
+    given_analysis: bool = False
+
+
+@dataclass
+class State:
+    """What a factorization holds between its solves and refactorizations.
+
+    ``solver`` is None after a refactorization that failed (the previous factors were
+    freed first). ``stats`` is the factorization's notebook (solves do not write it).
+    """
+
+    kind: str
+    analysis: object
+    layout: object
+    assembly: object
+    prep: object
+    plan: Plan
+    solver: Solver | None
+    stats: dict = field(default_factory=dict)
+
+
+def factorize(C, kind, options, analysis=None):
+    """Run the pipeline on canonical C with ``kind`` (a name, ``"auto"`` resolved) and
+    :class:`~pastixpy.options.Options`; ``analysis`` is reused when given."""
+    work = options.working_dtype(C.dtype)
+    if work != C.dtype:
+        C = C.astype(work)
+    plan = Plan(
+        kind,
+        analysis=analysis,
+        factor_dtype=options.factor_dtype(C.dtype),
+        given_analysis=analysis is not None,
+    )
+    return _run(C, plan, options, {"preprocess": 0.0, "analysis": 0.0}, [])
+
+
+def refactorize(state, C, options):
+    """Run the pipeline again for C, of the pattern ``state`` was made for: the analysis,
+    the assembly map, the row matching and the 2x2 pairs are kept."""
+    work = options.working_dtype(C.dtype)
+    if work != C.dtype:
+        C = C.astype(work)
+    t0 = time.perf_counter()
+    prep = preprocess(
+        C,
+        state.kind,
+        scaling=options.scaling,
+        row_perm=state.prep.row_perm,
+        pairs=state.prep.pairs,
+    )
+    seconds = {"preprocess": time.perf_counter() - t0, "analysis": 0.0}
+    plan = replace(
+        state.plan,
+        kind=state.kind,
+        analysis=state.analysis,
+        prep=prep,
+        factor_dtype=options.factor_dtype(C.dtype),
+    )
+    reuse = (state.layout, state.assembly)
+    return _run(C, plan, options, seconds, [], reuse)
+
+
+def _run(C, plan, options, seconds, retries, reuse=None):
+    """The retry loop: try ``plan``; on one of the module docstring's three outcomes,
+    try the next plan; return the State of the first try that holds."""
+    fallback = None
+    while True:
+        try:
+            state = _attempt(C, plan, options, seconds, reuse)
+        except NotPositiveDefiniteError:
+            if not (options.auto_kind and plan.kind == "llt"):
+                raise
+            plan, reuse = _indefinite_plan(C, plan, options, seconds), None
+            retries.append(f"not positive definite: {plan.kind}")
+            continue
+        verdict = _check(state)
+        if verdict == "coarsen":
+            retries.append("perturbed pivots defeated refinement: wider supernodes")
+            state.solver = None  # free the factors before the next try
+            plan, reuse = replace(plan, analysis=None, prep=state.prep, coarse=True), None
+            continue
+        if verdict == "double":
+            fallback = (
+                f"mixed precision could not reach a backward error of "
+                f"{_tol(state.solver):.0e} (single-precision factors, refined in double)"
+            )
+            if not options.fallback:
+                raise MixedPrecisionError(
+                    fallback + "; precision=('mixed', {'fallback': False}) refuses to "
+                    "refactor in double: use precision='double'"
+                )
+            warnings.warn(
+                fallback + "; refactored in double precision", PastixWarning, stacklevel=4
+            )
+            retries.append("mixed precision fell back to double")
+            state.solver = None
+            plan = replace(plan, factor_dtype=C.dtype, analysis=state.analysis, prep=state.prep)
+            reuse = (state.layout, state.assembly)
+            continue
+        state.stats.update(retries=list(retries), precision_fallback=fallback)
+        return state
+
+
+def _tol(solver):
+    return solver.refine[1].get("tol", default_tol(solver.dtype))
+
+
+def _indefinite_plan(C, plan, options, seconds):
+    """The plan after LLᵀ met a pivot that is not positive: LDLᵀ (LDLᴴ), its analysis
+    made anew when 2x2 pairs want one (a given analysis is kept, without pairs)."""
+    kind = indefinite_kind(C)
+    if plan.given_analysis:
+        return replace(plan, kind=kind, prep=None)
+    t0 = time.perf_counter()
+    prep = preprocess(C, kind, matching=options.matching, scaling=options.scaling)
+    seconds["preprocess"] += time.perf_counter() - t0
+    analysis = plan.analysis if prep.pairs is None else None
+    return replace(plan, kind=kind, prep=prep, analysis=analysis)
+
+
+def _attempt(C, plan, options, seconds, reuse):
+    """One try: preprocess (unless the plan carries it), analyse (unless it carries an
+    analysis), factor; returns the State, its solver made."""
+    kind = KINDS[plan.kind]
+    t0 = time.perf_counter()
+    prep, B = _preprocessed(C, plan, options)
+    t1 = time.perf_counter()
+    analysis = plan.analysis
+    if analysis is None:
+        analysis = analyze(
+            B,
+            ordering=_ordering(options, plan),
+            kind=plan.kind,
+            pairs=prep.pairs,
+            amalgamation=ROBUST_AMALGAMATION if plan.coarse else True,
+            threads=options.threads,
+        )
+    t2 = time.perf_counter()
+    seconds["preprocess"] += t1 - t0
+    seconds["analysis"] += t2 - t1
+    if reuse is not None:
+        layout, amap = reuse
+    else:
+        layout = PanelLayout.from_symbol(analysis.symbol)
+        amap = AssemblyMap.build(B, analysis.iperm, layout, kind.two_factors)
+    t3 = time.perf_counter()
+    norm_a = _norm_inf(C)
+    # Relative to B's largest entry, not to a row sum: a pivot is small next to the
+    # entries it is eliminated against, and row sums grow with the row's length.
+    eps = np.finfo(plan.factor_dtype).eps
+    pivot_tol = options.pivot_tol or np.sqrt(eps) * _norm_max(B)
+    factors = factorize_numeric(
+        B,
+        analysis,
+        layout,
+        amap,
+        kind,
+        pivot_tol,
+        dtype=plan.factor_dtype,
+        progress=options.progress,
+        threads=options.threads,
+    )
+    t4 = time.perf_counter()
+    seconds["preprocess"] += t3 - t2
+    perturbed = np.flatnonzero(factors.perturbed)
+    refine = options.refine
+    if options.precision == "single" and refine[0] == "auto":
+        refine = ("none", {})  # single precision, as asked: no refinement
+    solver = Solver(
+        kind=kind,
+        C=C,
+        prep=prep,
+        factors=factors,
+        norm_a=norm_a,
+        pivot_tol=pivot_tol,
+        # B's columns are A's columns: the matching permutes rows only.
+        perturbed_columns=tuple(analysis.perm[perturbed].tolist()),
+        refine=refine,
+        threads=options.threads,
+        gathers=pivot_order_gathers(prep, analysis, C.dtype),
+    )
+    stats = dict(analysis.stats, coarsened=plan.coarse)
+    stats.update(
+        kind=plan.kind,
+        precision=_precision_name(C.dtype, factors.dtype, options.precision),
+        factor_dtype=str(factors.dtype),
+        factor_entries=int(factors.storage.entries),
+        factor_bytes=int(factors.storage.nbytes),
+        perturbed_pivots=int(perturbed.size),
+        threads=factors.threads,
+        pivot_tol=float(pivot_tol),
+        matching=prep.row_perm is not None,
+        pairs=0 if prep.pairs is None else int(prep.pairs.shape[0]),
+        scaling=bool(prep.scaled),
+        refinement_steps=0,
+        refinement=None,
+        backward_error=None,
+        seconds={**seconds, "factorize": t4 - t3},
+    )
+    if perturbed.size and refine[0] == "none":
+        warnings.warn(solver.perturbed_message(), PastixWarning, stacklevel=5)
+    return State(plan.kind, analysis, layout, amap, prep, plan, solver, stats)
+
+
+def _preprocessed(C, plan, options):
+    """The plan's preprocessing (or a new one) and B = prep.apply(C), checked against a
+    given analysis's pattern (a row matching that changes it is dropped)."""
+    prep = plan.prep
+    given = plan.analysis is not None and plan.given_analysis
+    # A given analysis fixes the pattern: pairs cannot be added, a row matching
+    # is kept only if the analysis was made after it (F.analysis).
+    matching = options.matching and (not given or plan.kind == "lu")
+    if prep is None:
+        prep = preprocess(C, plan.kind, matching=matching, scaling=options.scaling)
+    B = prep.apply(C)
+    if given and not _same_pattern(plan.analysis, B) and matching:
+        prep = preprocess(C, plan.kind, matching=False, scaling=options.scaling)
+        B = prep.apply(C)
+    if given and not _same_pattern(plan.analysis, B):
+        raise PatternMismatchError(
+            "the analysis was made for another sparsity pattern; call pastixpy.analyze(A) "
+            "or leave analysis= out"
+        )
+    return prep, B
+
+
+def _ordering(options, plan):
+    """The ordering option of a try. Where ``ordering="auto"`` had picked AMD for speed,
+    the wider-supernode retry orders with METIS: its separators make other blocks, and
+    no ordering suits every matrix."""
+    ordering = options.ordering
+    if plan.coarse and isinstance(ordering, (str, tuple)):
+        name, kwargs = parse_option(ordering, ORDERINGS, "ordering")
+        if name == "auto":
+            # METIS with its own balance tolerance, once: this retry seeks other
+            # blocks, not fewer flops.
+            return ("metis", {"ufactor": METIS_UFACTORS[0], **kwargs})
+    return ordering
+
+
+def _check(state):
+    """What the factors call for before they are handed out: ``"ok"``, ``"coarsen"`` or
+    ``"double"``. A solve with a known answer is refined when pivots were perturbed or
+    the factors are in a lower precision than the matrix; it must reach the tolerance."""
+    solver = state.solver
+    perturbed = bool(solver.perturbed_columns)
+    if solver.refine[0] == "none" or not (perturbed or solver.mixed):
+        return "ok"
+    if solver.probe():
+        return "ok"
+    if solver.mixed:
+        return "double"
+    if perturbed and state.kind != "llt" and not state.plan.coarse:
+        return "coarsen"
+    return "ok"
+
+
+def _precision_name(working_dtype, factor_dtype, asked):
+    """The precision in effect: the factors' when they are the matrix's; "single" or
+    "mixed" (as asked) when they are lower."""
+    if factor_dtype == working_dtype:
+        return "single" if np.dtype(factor_dtype).char in "fF" else "double"
+    return "single" if asked == "single" else "mixed"
+
+
+def _same_pattern(analysis, B):
+    if analysis.n != B.shape[0]:
+        return False
+    xadj, adjncy = symmetric_pattern(B)
+    return np.array_equal(xadj, analysis.xadj) and np.array_equal(adjncy, analysis.adjncy)
+
+
+def _norm_max(C):
+    """max |c_ij| of a sparse matrix (0 when it has no entries)."""
+    return float(np.abs(C.data).max()) if C.nnz else 0.0
+
+
+def _norm_inf(C):
+    """‖C‖∞ of a canonical CSC matrix: the largest row sum of magnitudes."""
+    if not C.nnz:
+        return 0.0
+    return float(np.bincount(C.indices, weights=np.abs(C.data), minlength=C.shape[0]).max())
