@@ -11,8 +11,9 @@ import numpy as np
 
 from . import _symbolic
 from .errors import OptionError, PastixError
+from .kinds import KINDS
 from .matrix import canonical_csc, compact_index, matrix_symmetry, symmetric_pattern
-from .options import available_cores, parse_option
+from .options import KIND_CHOICES, available_cores, parse_option
 from .ordering import Ordering, check_pairs, keep_pairs_adjacent, order
 from .symbolic import (
     EliminationTree,
@@ -24,17 +25,9 @@ from .symbolic import (
     supernode_partition,
 )
 
-#: Factorization kinds; ``"auto"`` is resolved from A's values.
-KINDS = {"auto": set(), "llt": set(), "ldlt": set(), "ldlh": set(), "lu": set()}
-
 #: Below this many flops the reordering inside supernodes costs more than it saves.
 REORDER_MIN_FLOPS = 1e8
 
-#: Panel widths (min, max) that ``split="auto"`` cuts wide supernodes into, by kind.
-#: LLᵀ and LU gain from wide panels: gemm packs its operands on every call, so a
-#: wider target packs less per flop. LDLᵀ's Bunch-Kaufman factors a panel column by
-#: column, which narrower panels keep cheaper (elasticity: 17.4 against 18.8 s).
-SPLIT = {"llt": (256, 512), "lu": (256, 512), "ldlt": (128, 256), "ldlh": (128, 256)}
 
 #: Dtypes the memory forecast is given for.
 FORECAST_DTYPES = ("float32", "float64", "complex64", "complex128")
@@ -95,7 +88,7 @@ class Analysis:
         16
         """
         kind = self.kind if kind is None else kind
-        copies = 2 if kind == "lu" else 1
+        copies = 2 if KINDS[kind].two_factors else 1
         return copies * self.symbol.nnz_stored * np.dtype(dtype).itemsize
 
     def check(self):
@@ -210,7 +203,8 @@ def analyze(
         (``subtree``, ``nrelax``, ``zrelax``).
     split : "auto", (int, int) or None
         Min and max panel width when splitting wide cblks; None to keep them;
-        ``"auto"``: :data:`SPLIT` for the kind (256-512 columns, 128-256 for LDLᵀ).
+        ``"auto"``: the kind's (:attr:`pastixpy.kinds.Kind.split`: 256-512 columns,
+        128-256 for LDLᵀ).
     reorder : bool, optional
         Reorder the columns inside each supernode so that the rows other cblks
         have there form few intervals (fewer, taller blocks: fewer BLAS calls
@@ -257,7 +251,7 @@ def analyze(
     199
     >>> an.check()
     """
-    kind, _ = parse_option(kind, KINDS, "kind")
+    kind, _ = parse_option(kind, KIND_CHOICES, "kind")
     seconds = {}
     t = time.perf_counter()
 
@@ -273,7 +267,7 @@ def analyze(
     if isinstance(split, str):
         if split != "auto":
             raise OptionError(f"split must be 'auto', None or (min, max), got {split!r}")
-        split = SPLIT[kind]
+        split = KINDS[kind].split
     lap("canonicalize")
     n = C.shape[0]
     xadj, adjncy = symmetric_pattern(C)
@@ -317,7 +311,7 @@ def analyze(
     depth = _symbolic.tree_depth(symbol.cblk_parent)
     etree_depth = _symbolic.tree_depth(tree.parent)
     seconds["total"] = sum(seconds.values())
-    copies = 2 if kind == "lu" else 1
+    copies = 2 if KINDS[kind].two_factors else 1
     by_dtype = {d: copies * symbol.nnz_stored * np.dtype(d).itemsize for d in FORECAST_DTYPES}
     stats = {
         "n": n,

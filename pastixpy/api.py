@@ -236,15 +236,16 @@ class Factorization:
         # In double even for single-precision factors: a sum of n logarithms.
         d = F.diagonal().astype(np.promote_types(F.dtype, np.float64))
         complex_ = np.iscomplexobj(d)
-        if self.kind == "llt":
+        kind = F.kind
+        if kind.definite:  # det A = det(L)², L's diagonal real and positive
             logabs = 2 * np.sum(np.log(np.abs(d)))
             sign = 1.0
-        elif self.kind == "lu":
+        elif kind.two_factors:  # det A = ± det(U)
             logabs = np.sum(np.log(np.abs(d)))
             sign = np.prod(d / np.abs(d))
             if parity(F.pivots.lperm):  # row interchanges inside diagonal blocks
                 sign = -sign
-        else:
+        else:  # det A = det(D), its 1x1 and 2x2 blocks
             d, one, _, det2 = F.d_blocks()
             d = d.astype(np.promote_types(d.dtype, np.float64))
             det2 = det2.astype(d.dtype)
@@ -272,7 +273,7 @@ class Factorization:
         PastixError
             The matrix is not (Hermitian) positive definite.
         """
-        if self.kind == "llt":
+        if self._live_solver.kind.definite:
             return self.slogdet()[1]
         if not self._hermitian() or self.inertia()[0] != self.shape[0]:
             raise PastixError(
@@ -301,7 +302,7 @@ class Factorization:
         n = self.shape[0]
         solver = self._live_solver
         F = solver.factors
-        if self.kind == "llt":
+        if solver.kind.definite:
             return (n, 0, 0)
         d, one, two, det2 = F.d_blocks()
         d, det2 = np.real(d), np.real(det2)
@@ -328,12 +329,11 @@ class Factorization:
 
     def _hermitian(self):
         """Whether the factored matrix is real symmetric or Hermitian (D's signs count)."""
-        if self.kind in ("llt", "ldlh"):
-            return True
-        if self.kind == "ldlt":
-            C = self._live_solver.C
-            return not np.iscomplexobj(C.data) or not C.data.imag.any()
-        return False
+        solver = self._live_solver
+        if not solver.kind.symmetric:
+            return False
+        C = solver.C
+        return solver.kind.hermitian or not np.iscomplexobj(C.data) or not C.data.imag.any()
 
     def __repr__(self):
         s = self._state.stats

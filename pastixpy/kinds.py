@@ -1,16 +1,16 @@
 """The factorization kinds (LLᵀ, LDLᵀ, LDLᴴ, LU) and everything that follows from one, in
 one place: which matrices admit it, what it stores, how its sweeps run.
 
-The kernels never see a kind's name: :attr:`Kind.code` selects their parameters once
+The kernels never see a kind's name: its code selects their parameters once
 (``kind_ops`` in ``csrc/numeric/structure.pxi``), and :meth:`Kind.sweeps` says which
-panels and ops the triangular solves use.
+panels and ops the triangular solves use. Everywhere else, code asks a :class:`Kind`
+for a property (``definite``, ``two_factors``...) rather than comparing names.
 """
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from ._numeric import KIND_CODES
 from .errors import InvalidInputError
 
 __all__ = ["KINDS", "Kind", "Sweep", "admissible", "auto_kind", "check_kind", "indefinite_kind"]
@@ -45,6 +45,8 @@ class Kind:
         What it computes, for messages and docs.
     symmetric : bool
         It factors a symmetric (or Hermitian) matrix from its lower triangle.
+    definite : bool
+        It exists only for (Hermitian) positive definite matrices: LLᵀ.
     hermitian : bool
         Its transposes are conjugate on complex matrices (LLᴴ, LDLᴴ).
     two_factors : bool
@@ -53,20 +55,22 @@ class Kind:
         A block diagonal D of 1x1 and 2x2 pivots sits between L and Lᵀ (LDLᵀ, LDLᴴ).
     local_pivots : bool
         Rows (LU) or rows and columns (LDLᵀ) are interchanged inside diagonal blocks.
+    split : (int, int)
+        Panel widths (min, max) the analysis cuts wide supernodes into. LLᵀ and LU gain
+        from wide panels: gemm packs its operands on every call, so a wider target packs
+        less per flop. Bunch-Kaufman factors a panel column by column, which narrower
+        panels keep cheaper.
     """
 
     name: str
     formula: str
     symmetric: bool
+    definite: bool
     hermitian: bool
     two_factors: bool
     block_diagonal: bool
     local_pivots: bool
-
-    @property
-    def code(self):
-        """The kernels' code of this kind."""
-        return KIND_CODES[self.name]
+    split: tuple
 
     def conj(self, dtype):
         """Whether transposes are conjugate for factors of this dtype."""
@@ -92,10 +96,10 @@ class Kind:
 
 
 KINDS = {
-    "llt": Kind("llt", "A = L Lᵀ (L Lᴴ)", True, True, False, False, False),
-    "ldlt": Kind("ldlt", "A = L D Lᵀ", True, False, False, True, True),
-    "ldlh": Kind("ldlh", "A = L D Lᴴ", True, True, False, True, True),
-    "lu": Kind("lu", "A = L U", False, False, True, False, True),
+    "llt": Kind("llt", "A = L Lᵀ (L Lᴴ)", True, True, True, False, False, False, (256, 512)),
+    "ldlt": Kind("ldlt", "A = L D Lᵀ", True, False, False, False, True, True, (128, 256)),
+    "ldlh": Kind("ldlh", "A = L D Lᴴ", True, False, True, False, True, True, (128, 256)),
+    "lu": Kind("lu", "A = L U", False, False, False, True, False, True, (256, 512)),
 }
 
 #: Which kinds each value symmetry admits, by (symmetry, complex values). Real

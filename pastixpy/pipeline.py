@@ -121,7 +121,7 @@ def _run(C, plan, options, seconds, retries, reuse=None):
         try:
             state = _attempt(C, plan, options, seconds, reuse)
         except NotPositiveDefiniteError:
-            if not (options.auto_kind and plan.kind == "llt"):
+            if not (options.auto_kind and KINDS[plan.kind].definite):
                 raise
             plan, reuse = _indefinite_plan(C, plan, options, seconds), None
             retries.append(f"not positive definite: {plan.kind}")
@@ -262,7 +262,7 @@ def _preprocessed(C, plan, options):
     given = plan.analysis is not None and plan.given_analysis
     # A given analysis fixes the pattern: pairs cannot be added, a row matching
     # is kept only if the analysis was made after it (F.analysis).
-    matching = options.matching and (not given or plan.kind == "lu")
+    matching = options.matching and (not given or KINDS[plan.kind].two_factors)
     if prep is None:
         prep = preprocess(C, plan.kind, matching=matching, scaling=options.scaling)
     B = prep.apply(C)
@@ -303,7 +303,7 @@ def _check(state):
         return "ok"
     if solver.mixed:
         return "double"
-    if perturbed and state.kind != "llt" and not state.plan.coarse:
+    if perturbed and KINDS[state.kind].local_pivots and not state.plan.coarse:
         return "coarsen"
     return "ok"
 

@@ -16,6 +16,7 @@ from scipy.sparse.csgraph import maximum_bipartite_matching, min_weight_full_bip
 from ._matching import max_product_matching as _mc64_matching
 from ._matching import maximum_matching_size
 from .errors import SingularMatrixError
+from .kinds import KINDS
 
 
 @dataclass(frozen=True)
@@ -279,10 +280,11 @@ def preprocess(A, kind, matching=True, scaling=True, row_perm=None, pairs=None):
     """
     n = A.shape[0]
     ones = np.ones(n)
-    if kind == "llt":
+    kind = KINDS[kind]
+    if kind.definite:
         return Preprocessing(None, ones, ones)
     dr0 = dc0 = None
-    if row_perm is None and kind == "lu" and matching:
+    if row_perm is None and kind.two_factors and matching:
         if scaling:
             row_perm, dr0, dc0 = matching_scaling(A)
         else:
@@ -291,12 +293,12 @@ def preprocess(A, kind, matching=True, scaling=True, row_perm=None, pairs=None):
         M = A[row_perm] if row_perm is not None else A
         if dr0 is not None:
             M = sp.diags_array(dr0) @ M @ sp.diags_array(dc0)
-        dr, dc = equilibrate(M, symmetric=kind != "lu")
+        dr, dc = equilibrate(M, symmetric=kind.symmetric)
         if dr0 is not None:
             dr, dc = dr * dr0, dc * dc0
     else:
         dr, dc = ones, ones
-    if pairs is None and kind != "lu" and matching:
+    if pairs is None and kind.block_diagonal and matching:
         pairs = pivot_pairs(sp.diags_array(dr) @ A @ sp.diags_array(dc))
         pairs = pairs if pairs.size else None
     return Preprocessing(row_perm, dr, dc, pairs)

@@ -169,7 +169,7 @@ class Solver:
             return x, backward_error(op, x, b, self.norm_a), 0, "none"
         needed = bool(self.perturbed_columns) or self.prep.scaled or self.mixed
         krylov = {"ir": None, "cg": "cg"}.get(method, "gmres")
-        if method == "auto" and self.kind.name == "llt" and not self.mixed:
+        if method == "auto" and self.kind.definite and not self.mixed:
             krylov = "cg"
         return refine(
             op,

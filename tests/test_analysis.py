@@ -7,8 +7,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pastixpy
-from pastixpy.analysis import SPLIT
 from pastixpy.gallery import laplacian, vector_laplacian
+from pastixpy.kinds import KINDS
 
 from conftest import (
     GENERATED,
@@ -208,7 +208,7 @@ def test_auto_split_panel_widths_follow_the_kind(kind):
     # One dense supernode of 600 columns: cut into panels within the kind's limits.
     A = sp.csc_matrix(np.ones((600, 600)) + 600 * np.eye(600))
     an = pastixpy.analyze(A, ordering="natural", kind=kind)
-    low, high = SPLIT[kind]
+    low, high = KINDS[kind].split
     widths = an.symbol.cblk_width
     assert widths.sum() == 600 and len(widths) > 1
     assert widths.min() >= low and widths.max() <= high

@@ -108,7 +108,7 @@ def factorize_numeric(
         _, failed = _numeric.factorize(
             layout.structure,
             storage,
-            kind.code,
+            _numeric.KIND_CODES[kind.name],
             pivot_tol,
             amap,
             values_l,
