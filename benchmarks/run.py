@@ -3,8 +3,8 @@
 Usage::
 
     PYTHONPATH=. python benchmarks/run.py [--quick] [--solvers pastixpy,scipy,cholmod,mumps,pardiso]
-        [--threads 1,2] [--runs 3] [--problems lap3d,helmholtz,...] [--json out.json]
-        [--markdown out.md] [--timeout 1800]
+        [--threads 1,2] [--precision double,mixed] [--runs 3] [--problems lap3d,helmholtz,...]
+        [--json out.json] [--markdown out.md] [--timeout 1800]
 
 For each problem, solver and thread count: analysis, factorization and solve
 seconds (1 and 16 right-hand sides), factor entries, peak memory above the
@@ -13,8 +13,11 @@ error, GFLOP/s (pastixpy's LLᵀ flop count of the problem at that thread count
 over each solver's factorization time) and ratios to pastixpy, medians of
 ``--runs`` runs. Every run is a fresh process (``worker.py``), so the peak
 memory is that run's own. Solvers that are not installed are reported as such.
-``--quick`` runs small problems, once each, in one to two minutes. See
-docs/performance.md for the columns.
+``--quick`` runs small problems, once each, in one to two minutes.
+``--precision double,mixed`` runs pastixpy in each precision (``pastixpy:mixed`` in
+the table) and prints, per problem and thread count, each precision against double
+and against CHOLMOD (numeric factorization, factorization + one solve, factor and
+peak memory). See docs/performance.md for the columns.
 """
 
 import argparse
@@ -32,7 +35,7 @@ import numpy as np
 import scipy
 import scipy.sparse as sp
 from problems import STRUCTURES, all_problems, select
-from solvers import SOLVERS, availability, not_applicable
+from solvers import PRECISIONS, SOLVERS, availability, base_name, not_applicable
 from threadpoolctl import threadpool_info, threadpool_limits
 from worker import MARK
 
@@ -255,7 +258,7 @@ def run_problem(problem, solvers, threads, runs, timeout, workdir, report):
         # pastixpy's flop count for the rates: its analysis alone gives it for LLᵀ
         flops = float(pastixpy.analyze(A, kind="llt").stats["flops"])
     del A  # the workers load the file
-    if "pastixpy" not in active and problem.structure != "spd":
+    if "pastixpy" not in active and problem.structure != "spd" and "pastixpy" in solvers:
         # LU / LDLᵀ analyse the matrix after row matching or 2x2 pairing: one pastixpy run
         flops = spawn(path, "pastixpy", min(threads), problem.structure, timeout).get("flops")
     raw = {(s, k): [] for s in active for k in threads}
@@ -304,7 +307,83 @@ def run_problem(problem, solvers, threads, runs, timeout, workdir, report):
             record["results"].append(
                 {"solver": name, "threads": k, "summary": summary, "runs": raw[name, k]}
             )
+    record["precision_ratios"] = precision_ratios(raw, active, threads)
+    for line in precision_lines(problem.label, record["precision_ratios"]):
+        report(line)
     return record
+
+
+def precision_ratios(raw, active, threads):
+    """Each pastixpy precision against double and against CHOLMOD, pair by pair (the runs
+    of one round came one after another): medians of the per-run ratios."""
+    out = []
+    for name in active:
+        if not name.startswith("pastixpy:"):
+            continue
+        for k in threads:
+            mine = raw[name, k]
+            entry = {"solver": name, "threads": k}
+            for other in ("pastixpy", "cholmod"):
+                if (other, k) not in raw:
+                    continue
+                pairs = [
+                    (r, o)
+                    for r, o in zip(mine, raw[other, k], strict=True)
+                    if r["status"] == o["status"] == "ok"
+                ]
+                if not pairs:
+                    continue
+                entry[other] = {
+                    "factor": median(
+                        [r["seconds"]["factor"] / o["seconds"]["factor"] for r, o in pairs]
+                    ),
+                    "factor_solve": median([fs(r) / fs(o) for r, o in pairs]),
+                    "factor_bytes": median(
+                        [r["factor_bytes"] / o["factor_bytes"] for r, o in pairs]
+                    ),
+                    "peak": median(
+                        [r["peak_bytes"] / o["peak_bytes"] for r, o in pairs if o["peak_bytes"]]
+                    ),
+                }
+            entry["refinement_steps"] = median(
+                [r.get("refinement_steps") for r in mine if r["status"] == "ok"]
+            )
+            entry["backward_error"] = max(
+                (r["backward_error"] for r in mine if r["status"] == "ok"), default=None
+            )
+            entry["fallback"] = next(
+                (r.get("precision_fallback") for r in mine if r.get("precision_fallback")), None
+            )
+            out.append(entry)
+    return out
+
+
+def fs(r):
+    """Factorization and one solve (its refinement included), in seconds."""
+    return r["seconds"]["factor"] + r["seconds"]["solve1"]
+
+
+def precision_lines(label, ratios):
+    """The lines printed under a problem's rows for :func:`precision_ratios`."""
+    lines = []
+    for e in ratios:
+        parts = []
+        for other, title in (("pastixpy", "double"), ("cholmod", "CHOLMOD")):
+            if other in e:
+                r = e[other]
+                parts.append(
+                    f"vs {title}: factor {fmt(r['factor'], '.2f')}, factor+solve "
+                    f"{fmt(r['factor_solve'], '.2f')}, factor bytes "
+                    f"{fmt(r['factor_bytes'], '.2f')}, peak {fmt(r['peak'], '.2f')}"
+                )
+        berr = fmt(e["backward_error"], ".1e")
+        extra = f"; {fmt(e['refinement_steps'], '.0f')} refinement step(s), berr {berr}"
+        if e["fallback"]:
+            extra += f"; fell back: {e['fallback']}"
+        lines.append(
+            f"\n*{label}, {e['solver']}, {e['threads']} thread(s)*: " + "; ".join(parts) + extra
+        )
+    return lines
 
 
 def main():
@@ -317,6 +396,11 @@ def main():
     p.add_argument("--json", help="write the results to this JSON file")
     p.add_argument("--markdown", help="write the table to this Markdown file")
     p.add_argument("--timeout", type=float, help="seconds before a run is abandoned")
+    p.add_argument(
+        "--precision",
+        default="double",
+        help="pastixpy's precisions, comma-separated: double, mixed, single (default double)",
+    )
     args = p.parse_args()
     reexec_without_slow_env()
 
@@ -324,10 +408,17 @@ def main():
     timeout = args.timeout or (120 if args.quick else 1800)
     threads = [int(t) for t in args.threads.split(",")]
     names = [s.strip() for s in args.solvers.split(",") if s.strip()]
-    unknown = [s for s in names if s not in SOLVERS]
+    unknown = [s for s in names if base_name(s) not in SOLVERS or ":" in s]
     if unknown:
         raise SystemExit(f"unknown solver(s) {', '.join(unknown)}; known: {', '.join(SOLVERS)}")
     names = sorted(names, key=list(SOLVERS).index)  # pastixpy first
+    precisions = [q.strip() for q in args.precision.split(",") if q.strip()]
+    bad = [q for q in precisions if q not in PRECISIONS]
+    if bad:
+        raise SystemExit(f"unknown precision(s) {', '.join(bad)}; known: {', '.join(PRECISIONS)}")
+    if "pastixpy" in names:
+        at = names.index("pastixpy") + 1
+        names[at:at] = [f"pastixpy:{q}" for q in precisions if q != "double"]
     solvers = {s: availability(s) for s in names}
     problems, missing = all_problems(args.quick)
     problems = select(problems, [w for w in (args.problems or "").split(",") if w])

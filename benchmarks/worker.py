@@ -21,7 +21,7 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from solvers import ADAPTERS
+from solvers import adapter
 from threadpoolctl import threadpool_info, threadpool_limits
 
 MARK = "@@RESULT@@"
@@ -74,7 +74,7 @@ def run(spec):
     B16 = rhs(n, 16, A.dtype, seed=16)
     norm_a = float(abs(A).sum(axis=1).max())
     threads = int(spec["threads"])
-    solver = ADAPTERS[spec["solver"]](A, spec["structure"], threads)
+    solver = adapter(spec["solver"], A, spec["structure"], threads)
     rss0, _ = memory()
     reset = reset_peak()
     seconds = {}

@@ -126,7 +126,10 @@ def _run(C, plan, options, seconds, retries, reuse=None):
             plan, reuse = _indefinite_plan(C, plan, options, seconds), None
             retries.append(f"not positive definite: {plan.kind}")
             continue
+        t0 = time.perf_counter()
         verdict = _check(state)
+        seconds["verify"] = seconds.get("verify", 0.0) + time.perf_counter() - t0
+        state.stats["seconds"]["verify"] = seconds["verify"]
         if verdict == "coarsen":
             retries.append("perturbed pivots defeated refinement: wider supernodes")
             state.solver = None  # free the factors before the next try
