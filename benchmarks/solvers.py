@@ -101,13 +101,13 @@ class PastixSolver:
         )
 
     def split(self, seconds):
-        """Everything factorize() did before the numeric factorization goes to "analysis";
-        the factorization's check solve (mixed precision, perturbed pivots) is the
-        factorization's."""
+        """Everything factorize() did besides the numeric factorization and its check solve
+        (mixed precision, perturbed pivots: ``verify``) goes to "analysis"."""
         sec = self.F.stats["seconds"]
         total = seconds["analysis"] + seconds["factor"]
-        seconds["factor"] = sec["factorize"] + sec.get("verify", 0.0)
-        seconds["analysis"] = total - seconds["factor"]
+        seconds["factor"] = sec["factorize"]
+        seconds["verify"] = sec.get("verify", 0.0)
+        seconds["analysis"] = total - seconds["factor"] - seconds["verify"]
         return seconds
 
     def solve(self, B):

@@ -8,8 +8,8 @@ Usage::
 Loads the matrix and right-hand sides, imports the solver, takes the resident
 set size as the baseline and resets the high-water mark (``/proc/self/clear_refs``),
 then times analysis, factorization and the solves with 1 and 16 right-hand
-sides under a BLAS thread limit, reads the peak after the factorization and
-again after the solves, and prints one line
+sides under a BLAS thread limit, reads the peak after the factorization, after
+the one-right-hand-side solve and after both solves, and prints one line
 ``@@RESULT@@ {json}`` last on stdout.
 """
 
@@ -88,6 +88,7 @@ def run(spec):
         t = time.perf_counter()
         x1 = solver.solve(b1)
         seconds["solve1"] = time.perf_counter() - t
+        _, solve1_peak = memory()
         t = time.perf_counter()
         X16 = solver.solve(B16)
         seconds["solve16"] = time.perf_counter() - t
@@ -110,6 +111,7 @@ def run(spec):
         ),
         "peak_bytes": None if rss0 is None or peak is None else peak - rss0,
         "factor_peak_bytes": None if rss0 is None or factor_peak is None else factor_peak - rss0,
+        "solve1_peak_bytes": None if rss0 is None or solve1_peak is None else solve1_peak - rss0,
         "peak_reset": reset,
         "baseline_bytes": rss0,
         "blas": blas,

@@ -216,7 +216,7 @@ static void pastixpy_detect_cpu(void)
 }
 
 /* Rows summed in registers before x takes their sum: as gemm's blocking of its inner
- * dimension does, this keeps the rounding of sums over thousands of rows (80³: 5x
+ * dimension does, this keeps the rounding of sums over thousands of rows (several times
  * the backward error when summed whole) to that of sums of a few hundred, and the
  * block of T in cache while all of the panel's columns pass over it. */
 #define PASTIXPY_TDOT_ROWS 256

@@ -39,8 +39,8 @@ ORDERINGS = {
 COMPRESSION_FRACTION = 0.85
 
 #: ``"auto"`` orders graphs of at most this many vertices (after compression) with AMD:
-#: below it, METIS costs several times AMD's time (about 2 ms for a 30x30 grid, more
-#: than the whole factorization) for a fill within about 1.3x of AMD's.
+#: below it, METIS costs several times AMD's time (more than the whole factorization of
+#: a small grid) for a fill within about 1.3x of AMD's.
 AUTO_AMD_MAX = 5000
 
 #: METIS's separator balance tolerances (``ufactor``: parts may differ by x/1000) tried by
@@ -52,17 +52,15 @@ METIS_UFACTORS = (200, 400)
 #: With the default ``ufactor``, the second METIS run starts alongside the first only
 #: when it can run on another core, the graph has this many vertices (after
 #: compression) and its factorization is forecast (:func:`forecast_flops`) to take at
-#: least half of :data:`METIS_SECOND_RUN_FLOPS`. The two runs share the memory bus:
-#: the first takes 5-8% longer (60³, a 2D 1000² grid, a 2D Helmholtz 500² problem:
-#: its ordering 1.44 s at one thread, 1.69 s at two), which graphs quick to factor do
-#: not win back.
+#: least half of :data:`METIS_SECOND_RUN_FLOPS`. The two runs share the memory bus, so
+#: the first takes somewhat longer, which graphs quick to factor do not win back (see
+#: docs/analysis.md).
 METIS_SECOND_RUN_MIN_VERTICES = 100_000
 
 #: ... and the second run counts only if the first ordering's factorization takes at
-#: least this many flops (about 8 s on two cores here); otherwise it is stopped.
-#: Waiting for it costs about a fifth of a METIS run (60³: 0.47 s), the 7-12% fewer
-#: flops it may bring save about as much on 60³ (206 GF), several times more on 80³
-#: (1,357 GF: 2.5 s of a 20 s factorization on two cores).
+#: least this many flops; otherwise it is stopped. Waiting for it costs about a fifth
+#: of a METIS run, which the 7-12% fewer flops it may bring repay on factorizations
+#: this large and not on smaller ones.
 METIS_SECOND_RUN_FLOPS = 5e11
 
 
@@ -263,7 +261,7 @@ def forecast_flops(xadj, adjncy, n):
 
 
 #: Largest ``ufactor`` accepted: from 1000 on (a part twice the other) METIS's nested
-#: dissection did not finish on a 40³ grid; 999 took 40 s there for 100x the flops.
+#: dissection did not finish on a 40³ grid; 999 took a hundred times the flops there.
 MAX_UFACTOR = 999
 
 

@@ -70,8 +70,8 @@ def check_structural_rank(A):
     cols = np.repeat(np.arange(A.shape[1]), np.diff(A.indptr))
     if np.count_nonzero(rows == cols) == A.shape[0]:
         return  # a full stored diagonal (canonical: one per column) is a perfect matching
-    # MC21's depth-first search: 8 ms on bayer10, where scipy's Hopcroft-Karp takes
-    # 0.2 s; over the shared matrices without a full diagonal, 40 ms against 225.
+    # MC21's depth-first search (ours): several times faster than scipy's Hopcroft-Karp
+    # on these matrices, which are nearly matched already.
     if maximum_matching_size(A.indptr, A.indices, A.shape[0]) == A.shape[0]:
         return
     # Structurally singular: scipy's maximum matching names the columns left out.

@@ -11,6 +11,10 @@ column for several right-hand sides.
 import numpy as np
 import scipy.sparse.linalg as sla
 
+#: Refinement stops at this many units of roundoff of backward error (the precision's
+#: floor): steps below it change the last bits only.
+FLOOR = 10
+
 
 class Operator:
     """A matrix seen through its product alone: ``Operator(lambda X: A @ X)``."""
@@ -59,9 +63,9 @@ def backward_error(op, x, b, norm_a):
 def refine(op, solve, b, x, norm_a, tol, maxiter=10, krylov="gmres", always=True):
     """Improve ``x`` until its backward error is at most ``tol`` (if it can).
 
-    Iterative refinement runs while each step at least halves the backward
-    error and it is above the floor of the precision; columns still above
-    ``tol`` then go through GMRES (or CG, ``krylov="cg"``, for SPD matrices)
+    Iterative refinement runs while each step at least halves the backward error
+    and it is above the floor of the precision (:data:`FLOOR` units of roundoff);
+    columns still above ``tol`` then go through GMRES (or CG, ``krylov="cg"``, for SPD matrices)
     preconditioned by ``solve``. With ``always=False`` nothing is done for
     columns already at ``tol``.
 
@@ -93,7 +97,7 @@ def refine(op, solve, b, x, norm_a, tol, maxiter=10, krylov="gmres", always=True
     used : str
         What ran: ``"none"``, ``"ir"``, ``"ir+gmres"`` or ``"ir+cg"``.
     """
-    floor = 4 * np.finfo(x.dtype).eps
+    floor = FLOOR * np.finfo(x.dtype).eps
     berr = backward_error(op, x, b, norm_a)
     steps = 0
     target = floor if always else tol

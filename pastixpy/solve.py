@@ -202,22 +202,30 @@ class Solver:
             X = self.apply_inverse(np.conj(R), "T" if trans == "H" else "N", overwrite=True)
             return np.conj(X, out=X)
         into, back, inverse, d_in, d_out = self.gathers["N" if trans == "N" else "T"]
+        op = "T" if trans == "T" and self.kind.two_factors else "N"
+        out = R if overwrite and R.flags.c_contiguous and R.flags.writeable else None
+        if self.mixed:
+            # Gathered into pivot order and converted down in one pass, solved and scaled
+            # in the factors' precision, gathered back and converted up in one pass.
+            Y = np.empty(R.shape, self.factors.dtype)
+            _numeric.gather_rows_converted(np.ascontiguousarray(R), into, Y)
+            if d_in is not None:
+                Y *= d_in
+            self.factors.solve_inplace(Y, op)
+            if d_out is not None:
+                Y *= d_out
+            out = np.empty(R.shape, self.dtype) if out is None else out
+            _numeric.gather_rows_converted(Y, inverse, out)
+            return out
         # Rows gathered into pivot order, row-major for the kernels, in one pass, and
         # scaled there: X is the solution's only array (each n x k array is a
         # page-fault bill, and a pass over it). Then the same backwards.
         X = permuted_rows(R, into)
         if d_in is not None:
             X *= d_in
-        op = "T" if trans == "T" and self.kind.two_factors else "N"
-        if self.mixed:
-            Y = X.astype(self.factors.dtype)
-            self.factors.solve_inplace(Y, op)
-            X[...] = Y
-        else:
-            self.factors.solve_inplace(X, op)
+        self.factors.solve_inplace(X, op)
         if d_out is not None:
             X *= d_out
-        out = R if overwrite and R.flags.c_contiguous and R.flags.writeable else None
         return unpermute_rows(X, back, inverse, out=out)
 
     def operator(self, trans):

@@ -61,9 +61,8 @@ cdef inline void permute_rows(scalar* X, int nrhs, idx_t fc, int w, const idx_t*
 
 # With several right-hand sides, a cblk at most this many columns wide is solved by the
 # loops of rows.h on X's rows, in place (most cblks of a nested-dissection tree are that
-# narrow); wider ones by trsm and gemm on a work product. 16 right-hand sides, whole
-# solves against the BLAS for all widths: 40³ 0.93-0.96 of the time, 60³ 0.95-0.98,
-# for limits 8 and 12; 16 already gained less on 60³.
+# narrow); wider ones by trsm and gemm on a work product, where the BLAS's kernels win
+# (16 already gained less than 8 and 12: docs/design.md).
 cdef enum:
     SMALL_MULTI_WIDTH = 12
 

@@ -143,58 +143,61 @@ cdef class Storage:
 
     def __cinit__(self, Structure structure, dtype, bint two_factors, owners=None,
                   int rank=0, group_bytes=GROUP_BYTES):
-        cdef idx_t k, g
+        cdef idx_t k, g, ngroup = 0, total = 0, isz, limit
         cdef int8_t code
+        cdef cnp.ndarray L, U
         self.structure = structure
         self.dtype = np.dtype(dtype)
         if self.dtype not in DTYPE_CODES:
             raise ValueError(f"no kernels for dtype {self.dtype}")
         code = DTYPE_CODES[self.dtype]
+        isz = self.dtype.itemsize
+        limit = group_bytes
         self.ncblk = structure.B.ncblk
         self.two_factors = two_factors
-        sizes = structure.panel_sizes()
-        owner = np.zeros(self.ncblk, dtype=np.int32) if owners is None \
+        owner_arr = np.zeros(self.ncblk, dtype=np.int32) if owners is None \
             else np.ascontiguousarray(owners, dtype=np.int32)
-        if owner.shape[0] != self.ncblk:
+        if owner_arr.shape[0] != self.ncblk:
             raise ValueError("owners needs one entry per cblk")
-        held = owner == rank
+        cdef const int32_t[::1] owner = owner_arr
+        cdef const idx_t[::1] sizes = structure.panel_sizes()
+        # Groups: consecutive held cblks, closed once they reach group_bytes; a cblk of
+        # group_bytes or more is a group by itself. offsets: each cblk's in its group.
+        offsets = np.zeros(self.ncblk, dtype=np.int64)
+        starts = np.zeros(self.ncblk + 1, dtype=np.int64)
+        group_size = np.zeros(self.ncblk + 1, dtype=np.int64)
+        cdef idx_t[::1] off = offsets, start = starts, gsize = group_size
+        for k in range(self.ncblk):
+            if owner[k] != rank:
+                continue
+            if ngroup == 0 or total * isz >= limit or sizes[k] * isz >= limit:
+                start[ngroup] = k
+                ngroup += 1
+                total = 0
+            off[k] = total
+            total += sizes[k]
+            gsize[ngroup - 1] = total
+        start[ngroup] = self.ncblk
+        self.group_start = starts[:ngroup + 1].copy()
+        self._offsets = offsets
         self.cblk = <CblkStore*>calloc(max(self.ncblk, 1), sizeof(CblkStore))
         if self.cblk == NULL:
             raise MemoryError("cannot allocate the storage descriptors")
-        # Groups: consecutive held cblks, closed once they reach group_bytes.
-        itemsize = self.dtype.itemsize
-        starts = []
-        offsets = np.zeros(self.ncblk, dtype=np.int64)
-        total = 0
-        for k in range(self.ncblk):
-            if not held[k]:
-                continue
-            if not starts or total >= group_bytes or sizes[k] * itemsize >= group_bytes:
-                starts.append(k)
-                total = 0
-            offsets[k] = total // itemsize
-            total += sizes[k] * itemsize
-        self.group_start = np.array(starts + [self.ncblk], dtype=np.int64)
-        self._offsets = offsets
         self._arrays = []
         self.entries = 0
-        cdef cnp.ndarray L, U
-        cdef const idx_t[::1] off = offsets
-        cdef idx_t isz = itemsize
-        for g in range(len(starts)):
-            members = np.arange(starts[g], self.group_start[g + 1])
-            members = members[held[members]]
-            size = int(sizes[members].sum())
-            L = np.zeros(size, dtype=self.dtype)
-            U = np.zeros(size if two_factors else 0, dtype=self.dtype)
+        for g in range(ngroup):
+            L = np.zeros(gsize[g], dtype=self.dtype)
+            U = np.zeros(gsize[g] if two_factors else 0, dtype=self.dtype)
             self._arrays.append((L, U))
-            self.entries += size * (2 if two_factors else 1)
-            for k in members:
+            self.entries += gsize[g] * (2 if two_factors else 1)
+            for k in range(start[g], start[g + 1]):
+                if owner[k] != rank:
+                    continue
                 self.cblk[k].lcoef = <char*>cnp.PyArray_DATA(L) + off[k] * isz
                 if two_factors:
                     self.cblk[k].ucoef = <char*>cnp.PyArray_DATA(U) + off[k] * isz
         for k in range(self.ncblk):
-            self.cblk[k].storage = DENSE if held[k] else ABSENT
+            self.cblk[k].storage = DENSE if owner[k] == rank else ABSENT
             self.cblk[k].dtype = code
             self.cblk[k].owner = owner[k]
 

@@ -18,6 +18,46 @@ def gather_rows(const scalar[:, ::1] src, const idx_t[::1] index, scalar[:, ::1]
                 out[i, j] = src[r, j]
 
 
+ctypedef fused other:
+    float
+    double
+    cfloat
+    cdouble
+
+
+def gather_rows_converted(const scalar[:, ::1] src, const idx_t[::1] index, other[:, ::1] out):
+    """``out[i] = src[index[i]]`` converted to ``out``'s precision (real to real, complex
+    to complex): mixed precision's move between the solution's rows and the factors'
+    pivot order, one pass each way with no intermediate array."""
+    cdef idx_t i, j, k = src.shape[1], r
+    if index.shape[0] != out.shape[0] or out.shape[1] != k:
+        raise ValueError("gather_rows_converted: shapes do not match")
+    if scalar is float or scalar is double:
+        if other is float or other is double:
+            with nogil:
+                for i in range(out.shape[0]):
+                    r = index[i]
+                    if r < 0 or r >= src.shape[0]:
+                        with gil:
+                            raise IndexError(f"gather_rows_converted: row {r} out of range")
+                    for j in range(k):
+                        out[i, j] = <other>src[r, j]
+        else:
+            raise TypeError("gather_rows_converted: real rows into a complex array")
+    else:
+        if other is cfloat or other is cdouble:
+            with nogil:
+                for i in range(out.shape[0]):
+                    r = index[i]
+                    if r < 0 or r >= src.shape[0]:
+                        with gil:
+                            raise IndexError(f"gather_rows_converted: row {r} out of range")
+                    for j in range(k):
+                        out[i, j] = <other>src[r, j]
+        else:
+            raise TypeError("gather_rows_converted: complex rows into a real array")
+
+
 def scatter_rows_inplace(scalar[:, ::1] X, const idx_t[::1] index):
     """In place: row i of X moves to row ``index[i]`` (``index`` a permutation), cycle by
     cycle, with one row in hand: no second n x k array."""
