@@ -4,9 +4,29 @@ Phases: :func:`analyze` (ordering and symbolic factorization, from the pattern
 only), then the numeric factorization and solve built on its result.
 """
 
-from .analysis import Analysis, analyze
-from .api import Factorization, PastixWarning, factorize, factorized, spsolve
-from .errors import (
+
+def _check_built():
+    """A clear error where the compiled modules are missing: the package imported from
+    its source tree (a checkout's root as the working directory) without a build."""
+    import importlib.util
+    from pathlib import Path
+
+    names = ("_numeric", "_symbolic", "_graph", "_amd", "_matching")
+    missing = [n for n in names if importlib.util.find_spec(f"{__name__}.{n}") is None]
+    if missing:
+        raise ImportError(
+            f"pastixpy's compiled modules ({', '.join(missing)}) are not in "
+            f"{Path(__file__).parent}: this is pastixpy's source tree, not a built package "
+            "(Python looks in the current directory first). Run from another directory to "
+            "use the installed pastixpy, or build it here with 'pip install -e .'"
+        )
+
+
+_check_built()
+
+from .analysis import Analysis, analyze  # noqa: E402
+from .api import Factorization, PastixWarning, factorize, factorized, spsolve  # noqa: E402
+from .errors import (  # noqa: E402
     InvalidInputError,
     MixedPrecisionError,
     NotPositiveDefiniteError,
@@ -17,8 +37,8 @@ from .errors import (
     PatternMismatchError,
     SingularMatrixError,
 )
-from .ordering import Ordering
-from .symbolic import EliminationTree, SymbolMatrix
+from .ordering import Ordering  # noqa: E402
+from .symbolic import EliminationTree, SymbolMatrix  # noqa: E402
 
 __version__ = "0.1.0"
 

@@ -15,9 +15,15 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as sla
 
 from . import pipeline
-from .errors import InvalidInputError, PastixError, PatternMismatchError
-from .kinds import auto_kind, check_kind
-from .matrix import canonical_csc, matrix_symmetry
+from .errors import (
+    InvalidInputError,
+    OptionError,
+    PastixError,
+    PatternMismatchError,
+    SingularMatrixError,
+)
+from .kinds import KINDS, auto_kind, check_kind, indefinite_kind
+from .matrix import canonical_csc, symmetry_of
 from .numeric import blas_threads, parity
 from .options import Options
 from .preprocess import check_structural_rank
@@ -143,12 +149,12 @@ class Factorization:
                     "factorize it anew"
                 )
             C = C.astype(self.dtype)
-        check_kind(self.kind, C, matrix_symmetry(C), "refactorize")
+        exact = check_kind(self.kind, C, symmetry_of(C), "refactorize")
         state = self._state
         # The previous factors go first: one factor in memory at a time.
         state.solver = None
         with blas_threads(self._options.threads):
-            self._state = pipeline.refactorize(state, C, self._options)
+            self._state = pipeline.refactorize(state, C, self._options, exact)
         self._last_solve = threading.local()
         return self
 
@@ -192,15 +198,7 @@ class Factorization:
         if sp.issparse(b):
             b = b.toarray()
         b = np.asarray(b)
-        if b.dtype.kind not in "biufc":
-            raise InvalidInputError(f"b has dtype {b.dtype}; it must be numeric")
-        if b.ndim not in (1, 2) or b.shape[0] != n:
-            raise InvalidInputError(
-                f"b has shape {b.shape}; expected ({n},) or ({n}, k) for a {n}x{n} matrix"
-            )
-        if not np.isfinite(b).all():
-            col = np.argwhere(~np.isfinite(b))[0]
-            raise InvalidInputError(f"b has a NaN or Inf value at index {tuple(col.tolist())}")
+        _check_rhs(b, n)
         vector = b.ndim == 1
         b2 = b.reshape(n, -1)
         if b2.dtype.kind in "biu":
@@ -213,6 +211,30 @@ class Factorization:
     def perm(self):
         """Pivot order: ``perm[k]`` is the column of A eliminated k-th."""
         return self.analysis.perm
+
+    # ------------------------------------------------------------------ as an operator:
+    # F applies A⁻¹, so that scipy takes it where it takes a LinearOperator (M=F in gmres)
+
+    def matvec(self, x):
+        """A⁻¹ x (a solve), as a scipy LinearOperator's ``matvec``."""
+        return self.solve(x)
+
+    def rmatvec(self, x):
+        """A⁻ᴴ x, as a LinearOperator's ``rmatvec``."""
+        return self.solve(x, trans="H")
+
+    def matmat(self, X):
+        """A⁻¹ X for the columns of X."""
+        return self.solve(X)
+
+    def rmatmat(self, X):
+        """A⁻ᴴ X for the columns of X."""
+        return self.solve(X, trans="H")
+
+    def aspreconditioner(self):
+        """A scipy LinearOperator applying A⁻¹, for ``M=`` in scipy's Krylov solvers (as
+        PyAMG's ``aspreconditioner``); ``F`` itself is accepted there too."""
+        return self.aslinearoperator()
 
     def aslinearoperator(self):
         """A scipy LinearOperator applying A⁻¹ (``rmatvec`` applies A⁻ᴴ)."""
@@ -448,24 +470,77 @@ def factorize(
         precision=precision,
     )
     C = canonical_csc(A)
-    symmetry = matrix_symmetry(C)
-    kind = auto_kind(symmetry, np.iscomplexobj(C.data)) if options.auto_kind else options.kind
-    check_kind(kind, C, symmetry, "factorize")
+    _check_refine_tol(options, C.dtype)
+    symmetry = symmetry_of(C)
+    kind, reason = _chosen_kind(C, symmetry, options)
+    exact = check_kind(kind, C, symmetry, "factorize")
     check_structural_rank(C)
     t1 = time.perf_counter()
     with blas_threads(options.threads):
-        state = pipeline.factorize(C, kind, options, analysis)
+        state = pipeline.factorize(C, kind, options, analysis, exact)
     state.stats["seconds"] = {"check": t1 - t0, **state.stats["seconds"]}
+    state.stats.update(symmetry=symmetry.kind, asymmetry=symmetry.asymmetry, kind_reason=reason)
     return Factorization(C, state, options)
 
 
-def spsolve(A, b, **options):
+def _chosen_kind(C, symmetry, options):
+    """The kind to try first, and why. ``kind="auto"`` on a symmetric (Hermitian) matrix
+    tries LLᵀ unless its diagonal already says it is not positive definite (a missing,
+    zero or negative diagonal entry: the zero block of a saddle-point matrix), where
+    it starts with LDLᵀ instead of paying for a Cholesky that fails."""
+    if not options.auto_kind:
+        return options.kind, "asked for"
+    kind = auto_kind(symmetry.kind, np.iscomplexobj(C.data))
+    if not KINDS[kind].definite:
+        return kind, f"{symmetry.kind} matrix"
+    d = C.diagonal().real
+    bad = np.flatnonzero(~(d > 0))
+    if bad.size:
+        return indefinite_kind(C), (
+            f"not positive definite: diagonal entry {d[bad[0]]:.3g} at column {int(bad[0])}"
+        )
+    return kind, f"{symmetry.kind} matrix with a positive diagonal"
+
+
+def _check_refine_tol(options, dtype):
+    """An OptionError for a refinement tolerance below what the working precision can
+    reach (its floor), before any work."""
+    from .solve import PRECISION_FLOOR
+
+    tol = options.refine[1].get("tol")
+    work = options.working_dtype(dtype)
+    floor = PRECISION_FLOOR * np.finfo(work).eps
+    if tol is not None and options.refine[0] != "none" and tol < floor:
+        raise OptionError(
+            f"refine tol={tol:g} is below what {work} can reach (a backward error of about "
+            f"{floor:.0e}, {PRECISION_FLOOR} units of roundoff): give tol >= {floor:.0e}"
+            + ("" if np.finfo(work).bits == 64 else ", or precision='double' or 'mixed'")
+        )
+
+
+#: scipy's ``permc_spec`` values and the orderings that stand for them: SuperLU's
+#: minimum degree variants become our minimum degree on A + Aᵀ (AMD), which every
+#: factorization here orders (see docs/scipy.md).
+PERMC_ORDERINGS = {
+    "NATURAL": "natural",
+    "MMD_ATA": "amd",
+    "MMD_AT_PLUS_A": "amd",
+    "COLAMD": "amd",
+}
+
+
+def spsolve(A, b, permc_spec=None, use_umfpack=True, **options):
     """Solve A x = b: a drop-in for ``scipy.sparse.linalg.spsolve``.
 
     Parameters
     ----------
     A : sparse matrix or array (any format)
     b : ndarray or sparse, shape (n,), (n, 1) or (n, k)
+    permc_spec : {None, "NATURAL", "MMD_ATA", "MMD_AT_PLUS_A", "COLAMD"}, optional
+        scipy's column ordering, mapped to an ordering (:data:`PERMC_ORDERINGS`);
+        None leaves ``ordering`` to ``options`` (default ``"auto"``).
+    use_umfpack : bool
+        Accepted for scipy's signature and ignored: pastixpy is the solver.
     **options
         Passed to :func:`factorize`.
 
@@ -474,7 +549,13 @@ def spsolve(A, b, **options):
     x : ndarray or sparse
         1-D when b is (n,) or (n, 1) like scipy's; (n, k) otherwise; sparse
         when b is sparse with k > 1 (of A's class when A is CSC or CSR, else a
-        CSC array, as scipy does).
+        CSC array, as scipy does). For a singular A, as scipy's: a
+        ``MatrixRankWarning`` (saying why) and a solution of NaNs.
+
+    Raises
+    ------
+    InvalidInputError
+        A or b is malformed, or b's rows do not match A (checked before any work).
 
     Examples
     --------
@@ -482,10 +563,25 @@ def spsolve(A, b, **options):
     >>> spsolve(sp.csc_array([[4.0, 1.0], [1.0, 3.0]]), [1.0, 2.0])
     array([0.09090909, 0.63636364])
     """
+    if permc_spec is not None:
+        if permc_spec not in PERMC_ORDERINGS:
+            raise InvalidInputError(
+                f"permc_spec={permc_spec!r} is not one of scipy's: {sorted(PERMC_ORDERINGS)}"
+            )
+        if "ordering" in options:
+            raise InvalidInputError("give permc_spec (scipy's) or ordering, not both")
+        options["ordering"] = PERMC_ORDERINGS[permc_spec]
+    C = canonical_csc(A)
     b_sparse = sp.issparse(b)
     bb = b.toarray() if b_sparse else np.asarray(b)
+    _check_rhs(bb, C.shape[0])
     vector = bb.ndim == 1 or (bb.ndim == 2 and bb.shape[1] == 1)
-    x = factorize(A, **options).solve(bb)
+    try:
+        x = factorize(C, **options).solve(bb)
+    except SingularMatrixError as exc:
+        warnings.warn(f"Matrix is exactly singular: {exc}", sla.MatrixRankWarning, stacklevel=2)
+        dtype = np.promote_types(np.promote_types(C.dtype, bb.dtype), np.float64)
+        x = np.full(bb.shape, np.nan, dtype=dtype)
     if vector:
         return x.reshape(-1)
     if b_sparse:
@@ -495,8 +591,25 @@ def spsolve(A, b, **options):
     return x
 
 
+def _check_rhs(b, n):
+    """The checks a solve makes on b, made before a factorization."""
+    if b.dtype.kind not in "biufc":
+        raise InvalidInputError(f"b has dtype {b.dtype}; it must be numeric")
+    if b.ndim not in (1, 2) or b.shape[0] != n:
+        raise InvalidInputError(
+            f"b has shape {b.shape}; expected ({n},) or ({n}, k) for a {n}x{n} matrix"
+        )
+    if not np.isfinite(b).all():
+        col = np.argwhere(~np.isfinite(b))[0]
+        raise InvalidInputError(f"b has a NaN or Inf value at index {tuple(col.tolist())}")
+
+
 def factorized(A, **options):
     """Factor A and return a function solving A x = b: a drop-in for scipy's ``factorized``.
+
+    Like scipy's, a singular A raises a ``RuntimeError`` (here a
+    :class:`~pastixpy.errors.SingularMatrixError`, when the factorization or a solve
+    finds it); ``options`` go to :func:`factorize`.
 
     Examples
     --------

@@ -10,11 +10,17 @@ __all__ = [
     "OutputError",
     "OutOfMemoryError",
     "MixedPrecisionError",
+    "PastixWarning",
 ]
 
 
 class PastixError(Exception):
     """Root of every error pastixpy raises on purpose."""
+
+
+class PastixWarning(UserWarning):
+    """Results that hold but deserve attention (perturbed pivots, unreliable inertia, a
+    kind forced on a matrix it does not fit, mixed precision falling back to double)."""
 
 
 class InvalidInputError(PastixError, ValueError):
@@ -55,8 +61,11 @@ class PatternMismatchError(InvalidInputError):
     """A matrix does not have the sparsity pattern an analysis was made for."""
 
 
-class SingularMatrixError(PastixError):
+class SingularMatrixError(PastixError, RuntimeError):
     """The matrix is structurally or numerically singular.
+
+    Also a ``RuntimeError``, which scipy's ``splu`` and ``factorized`` raise for a
+    singular matrix: code written for them catches it unchanged.
 
     Attributes
     ----------

@@ -7,11 +7,12 @@ panels and ops the triangular solves use. Everywhere else, code asks a :class:`K
 for a property (``definite``, ``two_factors``...) rather than comparing names.
 """
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import InvalidInputError
+from .errors import PastixWarning
 
 __all__ = ["KINDS", "Kind", "Sweep", "admissible", "auto_kind", "check_kind", "indefinite_kind"]
 
@@ -125,18 +126,34 @@ def admissible(C, symmetry):
 
 
 def check_kind(kind, C, symmetry, where):
-    """Raise InvalidInputError unless ``kind`` (a name) fits canonical C."""
-    allowed = admissible(C, symmetry)
-    if kind not in allowed:
-        what = {
-            "symmetric": "complex symmetric" if np.iscomplexobj(C.data) else "symmetric",
-            "hermitian": "Hermitian",
-            "general": "unsymmetric",
-        }[symmetry]
-        raise InvalidInputError(
-            f"{where}: kind={kind!r} does not fit a {what} matrix; use one of {sorted(allowed)} "
-            "or kind='auto'"
+    """Whether ``kind`` (a name) fits canonical C exactly, given C's :class:`Symmetry`.
+
+    LU fits every matrix. A symmetric kind fits a matrix symmetric (Hermitian) as it
+    asks, exactly or up to rounding (then its lower triangle is factored and the
+    solves refine against A itself: not exact). Forced on a matrix that is not, it is
+    accepted with a warning: the matrix its lower triangle defines is factored and
+    refinement against A must make up the difference (CHOLMOD and MUMPS also read one
+    triangle when told a matrix is symmetric). Returns whether the factored matrix is
+    A itself.
+    """
+    allowed = admissible(C, symmetry.kind)
+    if kind in allowed:
+        return symmetry.exact or KINDS[kind].two_factors
+    what = "Hermitian" if KINDS[kind].hermitian and np.iscomplexobj(C.data) else "symmetric"
+    warnings.warn(
+        f"{where}: kind={kind!r} on a matrix that is not {what} ("
+        + (
+            f"relative asymmetry {symmetry.asymmetry:.1e}"
+            if symmetry.asymmetry
+            else f"it is {symmetry.kind}"
         )
+        + f"): the {what} matrix of its lower triangle is factored, and refinement against "
+        "A itself must make up the difference; where it cannot, solves raise "
+        "SingularMatrixError. kind='lu' factors A itself",
+        PastixWarning,
+        stacklevel=3,
+    )
+    return False
 
 
 def auto_kind(symmetry, complex_):

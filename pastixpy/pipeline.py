@@ -52,6 +52,7 @@ class Plan:
     coarse: bool = False
     factor_dtype: np.dtype = None
     given_analysis: bool = False
+    exact: bool = True  # the kind fits A exactly (else one triangle is factored)
 
 
 @dataclass
@@ -72,9 +73,10 @@ class State:
     stats: dict = field(default_factory=dict)
 
 
-def factorize(C, kind, options, analysis=None):
+def factorize(C, kind, options, analysis=None, exact=True):
     """Run the pipeline on canonical C with ``kind`` (a name, ``"auto"`` resolved) and
-    :class:`~pastixpy.options.Options`; ``analysis`` is reused when given."""
+    :class:`~pastixpy.options.Options`; ``analysis`` is reused when given; ``exact``
+    says whether the kind fits C exactly (see :func:`pastixpy.kinds.check_kind`)."""
     work = options.working_dtype(C.dtype)
     if work != C.dtype:
         C = C.astype(work)
@@ -83,11 +85,12 @@ def factorize(C, kind, options, analysis=None):
         analysis=analysis,
         factor_dtype=options.factor_dtype(C.dtype),
         given_analysis=analysis is not None,
+        exact=exact,
     )
     return _run(C, plan, options, {"preprocess": 0.0, "analysis": 0.0}, [])
 
 
-def refactorize(state, C, options):
+def refactorize(state, C, options, exact=True):
     """Run the pipeline again for C, of the pattern ``state`` was made for: the analysis,
     the assembly map, the row matching and the 2x2 pairs are kept."""
     work = options.working_dtype(C.dtype)
@@ -108,6 +111,7 @@ def refactorize(state, C, options):
         analysis=state.analysis,
         prep=prep,
         factor_dtype=options.factor_dtype(C.dtype),
+        exact=exact,
     )
     reuse = (state.layout, state.assembly)
     return _run(C, plan, options, seconds, [], reuse)
@@ -205,19 +209,22 @@ def _attempt(C, plan, options, seconds, reuse):
     # entries it is eliminated against, and row sums grow with the row's length.
     eps = np.finfo(plan.factor_dtype).eps
     pivot_tol = options.pivot_tol or np.sqrt(eps) * _norm_max(B)
-    factors = factorize_numeric(
-        B,
-        analysis,
-        layout,
-        amap,
-        kind,
-        pivot_tol,
-        dtype=plan.factor_dtype,
-        progress=options.progress,
-        threads=options.threads,
-    )
-    t4 = time.perf_counter()
     seconds["preprocess"] += t3 - t2
+    try:
+        factors = factorize_numeric(
+            B,
+            analysis,
+            layout,
+            amap,
+            kind,
+            pivot_tol,
+            dtype=plan.factor_dtype,
+            progress=options.progress,
+            threads=options.threads,
+        )
+    finally:
+        # Every try's seconds count, a Cholesky that failed included.
+        seconds["factorize"] = seconds.get("factorize", 0.0) + time.perf_counter() - t3
     perturbed = np.flatnonzero(factors.perturbed)
     refine = options.refine
     if options.precision == "single" and refine[0] == "auto":
@@ -228,12 +235,14 @@ def _attempt(C, plan, options, seconds, reuse):
         prep=prep,
         factors=factors,
         norm_a=norm_a,
+        norm_scaled=_norm_inf(B),
         pivot_tol=pivot_tol,
         # B's columns are A's columns: the matching permutes rows only.
         perturbed_columns=tuple(analysis.perm[perturbed].tolist()),
         refine=refine,
         threads=options.threads,
         gathers=pivot_order_gathers(prep, analysis, C.dtype),
+        exact=plan.exact,
     )
     stats = dict(analysis.stats, coarsened=plan.coarse)
     stats.update(
@@ -251,7 +260,7 @@ def _attempt(C, plan, options, seconds, reuse):
         refinement_steps=0,
         refinement=None,
         backward_error=None,
-        seconds={**seconds, "factorize": t4 - t3},
+        seconds=dict(seconds),
     )
     if perturbed.size and refine[0] == "none":
         warnings.warn(solver.perturbed_message(), PastixWarning, stacklevel=5)

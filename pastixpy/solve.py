@@ -22,14 +22,10 @@ import numpy as np
 import scipy.sparse.linalg as sla
 
 from . import _numeric
-from .errors import SingularMatrixError
+from .errors import PastixWarning, SingularMatrixError
 from .numeric import blas_threads
 from .ordering import inverse_permutation
 from .refine import backward_error, refine
-
-
-class PastixWarning(UserWarning):
-    """Results that hold but deserve attention (perturbed pivots, unreliable inertia)."""
 
 
 def default_tol(dtype):
@@ -46,6 +42,11 @@ ILL_CONDITIONED = 1e-2
 #: A check solve whose first step of iterative refinement shrinks the error by this
 #: factor or more is taken as converging: the steps after it contract as much.
 PROBE_CONTRACTION = 0.1
+
+
+#: A solution whose growth ‖A‖‖x‖/‖b‖ exceeds this over eps, where pivots were perturbed,
+#: comes from a numerically singular matrix and a right-hand side outside its range.
+SINGULAR_GROWTH = 0.1
 
 
 #: Backward errors up to this many units of roundoff are the precision's own limit:
@@ -80,6 +81,8 @@ class Solver:
         In the working precision, or a lower one (mixed precision).
     norm_a : float
         ‖C‖∞, for backward errors.
+    norm_scaled : float
+        ‖B‖∞ of the preprocessed (scaled) matrix, for the growth of solutions.
     pivot_tol : float
     perturbed_columns : tuple of int
         Columns of C whose pivots static pivoting replaced.
@@ -89,6 +92,10 @@ class Solver:
         BLAS threads for the solves (None: as configured).
     gathers : dict
         See :func:`pivot_order_gathers`.
+    exact : bool
+        The factored matrix is A itself; False where a symmetric kind factors the
+        lower triangle of a matrix symmetric only up to rounding, or forced on one
+        that is not: refinement then always runs, against A itself.
     """
 
     kind: str
@@ -96,11 +103,13 @@ class Solver:
     prep: object
     factors: object
     norm_a: float
+    norm_scaled: float
     pivot_tol: float
     perturbed_columns: tuple
     refine: tuple
     threads: int | None
     gathers: dict
+    exact: bool = True
 
     @property
     def dtype(self):
@@ -150,6 +159,8 @@ class Solver:
         worst = float(berr.max()) if berr.size else 0.0
         if method != "none" and worst > tol:
             raise self._failure(worst, tol, trans)
+        if self.perturbed_columns and method != "none":
+            self._check_growth(x, b, trans)
         if warn and self.perturbed_columns and method != "none":
             warnings.warn(
                 self.perturbed_message() + f"; the solution reached backward error {worst:.1e}",
@@ -159,6 +170,34 @@ class Solver:
         if not np.isfinite(x).all():
             raise SingularMatrixError("the solve produced non-finite values: A is singular")
         return x, worst, steps, used
+
+    def _check_growth(self, x, b, trans):
+        """SingularMatrixError where the solution grew past what any matrix the precision
+        can tell from singular makes: ‖B‖‖y‖/‖c‖ is at most κ(B) for a nonsingular B, so
+        beyond :data:`SINGULAR_GROWTH` / eps a perturbed pivot answered for a b outside
+        the range, and the small backward error of such an x says nothing (it solves a
+        nearby nonsingular matrix). Measured on the factored system B y = c, B the scaled
+        matrix (``norm_scaled`` its ‖·‖∞), so that bad scaling alone does not count."""
+        prep = self.prep
+        perm = np.arange(self.n) if prep.row_perm is None else prep.row_perm
+        with np.errstate(all="ignore"):
+            if trans == "N":  # B (x / dc) = dr * b[row_perm]
+                y, c = x / prep.dc[:, None], b[perm] * prep.dr[:, None]
+            else:  # Bᵀ (x[row_perm] / dr) = dc * b
+                y, c = x[perm] / prep.dr[:, None], b * prep.dc[:, None]
+            ymax = np.abs(y).max(axis=0)
+            cmax = np.abs(c).max(axis=0)
+            growth = np.where(cmax > 0, self.norm_scaled * ymax / np.where(cmax > 0, cmax, 1), 0)
+        limit = SINGULAR_GROWTH / np.finfo(self.dtype).eps
+        if (growth > limit).any():
+            raise SingularMatrixError(
+                f"the matrix is numerically singular and b is not in its range: the solution "
+                f"of the scaled system grew to ‖B‖‖y‖/‖c‖ = {float(growth.max()):.1e}, more "
+                f"than any matrix distinguishable from a singular one in {self.dtype} gives. "
+                f"{self.perturbed_message()}. Check that b satisfies the model's "
+                "compatibility conditions, or use a least-squares solver",
+                columns=self.perturbed_columns,
+            )
 
     def refined(self, b, trans, to_floor=None):
         """x for op(A) x = b (2-D, A's dtype), refined as the ``refine`` option says.
@@ -174,6 +213,7 @@ class Solver:
         if method == "none":
             return x, backward_error(op, x, b, self.norm_a), 0, "none"
         needed = bool(self.perturbed_columns) or self.prep.scaled or self.mixed
+        needed = needed or not self.exact
         krylov = {"ir": None, "cg": "cg"}.get(method, "gmres")
         if method == "auto" and self.kind.definite and not self.mixed:
             krylov = "cg"
@@ -230,7 +270,9 @@ class Solver:
 
     def operator(self, trans):
         """op(A) as refinement sees it (a :class:`MatrixOperator`)."""
-        return MatrixOperator(self.C, trans, self.kind.hermitian, self.kind.two_factors)
+        # A's rows are its columns only where it is exactly symmetric (Hermitian).
+        unsymmetric = self.kind.two_factors or not self.exact
+        return MatrixOperator(self.C, trans, self.kind.hermitian, unsymmetric)
 
     def matvec(self, X, trans):
         return self.operator(trans).matvec(X)
