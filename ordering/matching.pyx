@@ -1,4 +1,5 @@
-# Maximum-product perfect matching of a sparse square matrix (MC64's job 5).
+# Matching and scaling kernels: maximum-product perfect matching (MC64's job 5), structural
+# rank (MC21), Ruiz's equilibration.
 # cython: language_level=3
 #
 # Follows Duff & Koster, "On algorithms for permuting large entries to the diagonal of a
@@ -15,7 +16,7 @@
 import numpy as np
 
 cimport numpy as cnp
-from libc.math cimport INFINITY, fabs, log
+from libc.math cimport INFINITY, fabs, log, sqrt
 from libc.stdint cimport int64_t
 from libc.stdlib cimport free, malloc
 
@@ -527,3 +528,68 @@ def maximum_matching_size(indptr, indices, Py_ssize_t n):
                 depth -= 1
             size += 1
     return size
+
+
+# ---------------------------------------------------------------- equilibration (Ruiz)
+
+
+def ruiz_scaling(indptr, indices, const double[::1] mag, Py_ssize_t n, bint symmetric,
+                 int iterations=20, double tol=1e-2):
+    """Ruiz's iterative scaling: ``diag(dr) |A| diag(dc)`` gets rows and columns of max
+    entry about 1 (within ``tol``), by dividing each by the square root of its current
+    maximum, at most ``iterations`` times. With ``symmetric``, dr == dc (row maxima only,
+    A's pattern and magnitudes being symmetric).
+
+    One pass over the entries per iteration computes both maxima; no matrix is formed.
+
+    Parameters
+    ----------
+    indptr, indices : CSC pattern of an n x n matrix
+    mag : float64 array
+        |a_ij| in the pattern's order.
+
+    Returns
+    -------
+    dr, dc : float64 arrays
+    """
+    cdef cnp.ndarray ip_a = np.ascontiguousarray(indptr, dtype=np.int64).ravel()
+    cdef cnp.ndarray ix_a = np.ascontiguousarray(indices, dtype=np.int64).ravel()
+    cdef const i64[::1] ip = ip_a
+    cdef const i64[::1] ix = ix_a
+    dr_a = np.ones(n)
+    dc_a = np.ones(n)
+    rmax_a = np.empty(n)
+    cmax_a = np.empty(n)
+    cdef double[::1] dr = dr_a, dc = dc_a, rmax = rmax_a, cmax = cmax_a
+    cdef Py_ssize_t it, j, p, i
+    cdef double v, worst
+    if ip.shape[0] != n + 1 or ip[n] > ix.shape[0] or ip[n] > mag.shape[0]:
+        raise ValueError("ruiz_scaling: the pattern does not fit n")
+    with nogil:
+        for it in range(iterations):
+            for i in range(n):
+                rmax[i] = 0
+                cmax[i] = 0
+            for j in range(n):
+                for p in range(ip[j], ip[j + 1]):
+                    i = ix[p]
+                    if i < 0 or i >= n:
+                        continue
+                    v = dr[i] * mag[p] * dc[j]
+                    if v > rmax[i]:
+                        rmax[i] = v
+                    if v > cmax[j]:
+                        cmax[j] = v
+            worst = 0
+            for i in range(n):
+                if rmax[i] == 0:
+                    rmax[i] = 1
+                if cmax[i] == 0:
+                    cmax[i] = 1
+                worst = max(worst, max(fabs(1 - rmax[i]), fabs(1 - cmax[i])))
+            if worst < tol:
+                break
+            for i in range(n):
+                dr[i] = dr[i] / sqrt(rmax[i])
+                dc[i] = dr[i] if symmetric else dc[i] / sqrt(cmax[i])
+    return dr_a, dc_a

@@ -469,7 +469,11 @@ def factorize(
         progress=progress,
         precision=precision,
     )
-    C = canonical_csc(A)
+    return _factorize(canonical_csc(A), options, analysis, t0)
+
+
+def _factorize(C, options, analysis, t0):
+    """:func:`factorize` for a canonical C (spsolve's, made once)."""
     _check_refine_tol(options, C.dtype)
     symmetry = symmetry_of(C)
     kind, reason = _chosen_kind(C, symmetry, options)
@@ -576,8 +580,10 @@ def spsolve(A, b, permc_spec=None, use_umfpack=True, **options):
     bb = b.toarray() if b_sparse else np.asarray(b)
     _check_rhs(bb, C.shape[0])
     vector = bb.ndim == 1 or (bb.ndim == 2 and bb.shape[1] == 1)
+    t0 = time.perf_counter()
+    analysis = options.pop("analysis", None)
     try:
-        x = factorize(C, **options).solve(bb)
+        x = _factorize(C, Options.parse(**options), analysis, t0).solve(bb)
     except SingularMatrixError as exc:
         warnings.warn(f"Matrix is exactly singular: {exc}", sla.MatrixRankWarning, stacklevel=2)
         dtype = np.promote_types(np.promote_types(C.dtype, bb.dtype), np.float64)

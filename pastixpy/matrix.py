@@ -150,30 +150,36 @@ class Symmetry:
 
 def symmetry_of(C, roundoff=SYMMETRY_ROUNDOFF):
     """The :class:`Symmetry` of a canonical matrix, symmetric up to ``roundoff`` units of
-    its precision's roundoff (:data:`SYMMETRY_ROUNDOFF`).
+    its precision's roundoff (:data:`SYMMETRY_ROUNDOFF`; 0: exactly). Explicit zeros do
+    not count.
 
     Examples
     --------
     >>> import scipy.sparse as sp
-    >>> symmetry_of(sp.csc_array([[2.0, 1.0], [1.0 + 1e-17, 3.0]]))
-    Symmetry(kind='symmetric', asymmetry=3.333333333333333e-18)
+    >>> s = symmetry_of(sp.csc_array([[2.0, 1.0], [1.0 + 2**-50, 4.0]]))
+    >>> s.kind, s.asymmetry == 2**-52
+    ('symmetric', True)
     """
-    exact = matrix_symmetry(C)
-    if exact != "general":
-        return Symmetry(exact)
+    complex_ = np.iscomplexobj(C.data)
     scale = float(np.abs(C.data).max()) if C.nnz else 0.0
+    # Canonical C read as CSR holds Cᵀ in CSC order: on a symmetric pattern (the common
+    # case) the differences are those of the two data arrays, no matrix formed.
+    T = C.tocsr()
+    if np.array_equal(T.indptr, C.indptr) and np.array_equal(T.indices, C.indices):
+        asym_t = float(np.abs(C.data - T.data).max()) if C.nnz else 0.0
+        asym_h = float(np.abs(C.data - T.data.conj()).max()) if complex_ and C.nnz else asym_t
+    else:
+        asym_t = _max_abs(C - C.T)
+        asym_h = _max_abs(C - C.conj().T) if complex_ else asym_t
     if scale == 0.0:
-        return Symmetry("general", 0.0)
+        return Symmetry("symmetric" if asym_t == 0 else "general", 0.0)
+    asym_t, asym_h = asym_t / scale, asym_h / scale
     tol = roundoff * np.finfo(C.dtype).eps
-    asym_t = _max_abs(C - C.T) / scale
-    if np.iscomplexobj(C.data):
-        asym_h = _max_abs(C - C.conj().T) / scale
-        if asym_h <= min(tol, asym_t):
-            return Symmetry("hermitian", asym_h)
-        if asym_t <= tol:
-            return Symmetry("symmetric", asym_t)
-        return Symmetry("general", min(asym_t, asym_h))
-    return Symmetry("symmetric" if asym_t <= tol else "general", asym_t)
+    if complex_ and asym_h <= tol and asym_h <= asym_t:
+        return Symmetry("hermitian", asym_h)
+    if asym_t <= tol:
+        return Symmetry("symmetric", asym_t)
+    return Symmetry("general", min(asym_t, asym_h))
 
 
 def _max_abs(D):
@@ -195,25 +201,7 @@ def matrix_symmetry(C):
     >>> matrix_symmetry(sp.csc_array([[2.0, 1j], [-1j, 3.0]]))
     'hermitian'
     """
-
-    def is_zero(D):
-        D = sp.csc_array(D)
-        D.eliminate_zeros()
-        return D.nnz == 0
-
-    # Canonical C read as CSR holds Cᵀ in CSC order: equal arrays settle the common case
-    # at once (the sparse differences below also see through explicit zeros).
-    T = C.tocsr()
-    if np.array_equal(T.indptr, C.indptr) and np.array_equal(T.indices, C.indices):
-        if np.iscomplexobj(C.data) and np.array_equal(T.data, C.data.conj()):
-            return "hermitian"
-        if np.array_equal(T.data, C.data):
-            return "symmetric"
-    if np.iscomplexobj(C.data):
-        if is_zero(C - C.conj().T):
-            return "hermitian"
-        return "symmetric" if is_zero(C - C.T) else "general"
-    return "symmetric" if is_zero(C - C.T) else "general"
+    return symmetry_of(C, roundoff=0).kind
 
 
 def compact_index(a):

@@ -43,6 +43,16 @@ COMPRESSION_FRACTION = 0.85
 #: a small grid) for a fill within about 1.3x of AMD's.
 AUTO_AMD_MAX = 5000
 
+#: Above :data:`AUTO_AMD_MAX`, ``"auto"`` orders with AMD first and keeps its ordering
+#: unless nested dissection is forecast (:func:`forecast_flops`) to save more time in the
+#: factorization, at this rate (flops per second, a conservative one-thread figure for
+#: mid-sized factorizations here), than a METIS run costs (these seconds per entry of
+#: the graph's adjacency, measured on 2D and 3D meshes). 2D meshes and small 3D ones
+#: then keep AMD (METIS cost more than the whole factorization); large 3D ones go on to
+#: METIS, AMD's ordering remaining a candidate.
+FACTOR_RATE = 1e10
+METIS_SECONDS_PER_ENTRY = 1e-6
+
 #: METIS's separator balance tolerances (``ufactor``: parts may differ by x/1000) tried by
 #: default. 200 is METIS's own default; 400 lets the refinement find smaller separators on
 #: meshes: 7-12% fewer flops on 3D Laplacians of 60³ and 80³, 17% on a 2D one, but 5-15%
@@ -190,18 +200,29 @@ def order(xadj, adjncy, ordering="auto", pairs=None, *, cost=None, threads=1):
     else:
         groups, ngroups = np.arange(n, dtype=np.int64), n
         qxadj, qadjncy, weights = xadj, adjncy, None
-    if name == "auto":
-        name = "amd" if ngroups <= AUTO_AMD_MAX else "metis"
     t1 = time.perf_counter()
-    if name == "amd" or qadjncy.size == 0:
+    amd_first = name == "auto" and ngroups > AUTO_AMD_MAX and cost is not None
+    if name == "auto" and not amd_first:
+        name = "amd" if ngroups <= AUTO_AMD_MAX or qadjncy.size == 0 else "metis"
+    if name in ("amd", "auto") or qadjncy.size == 0:
         from ._amd import amd_order
 
-        kwargs.pop("seed", None)
-        qperm = amd_order(qxadj, qadjncy, ngroups, weights=weights, **kwargs)
+        amd_kwargs = {k: v for k, v in kwargs.items() if k in ORDERINGS["amd"]}
+        qperm = amd_order(qxadj, qadjncy, ngroups, weights=weights, **amd_kwargs)
         perm = expand_permutation(qperm, groups, ngroups)
-        return Ordering(
-            perm, name, ngroups, {"compress": t1 - t0, "order": time.perf_counter() - t1}
-        )
+        if not amd_first or qadjncy.size == 0:
+            seconds = {"compress": t1 - t0, "order": time.perf_counter() - t1}
+            return Ordering(perm, "amd", ngroups, seconds)
+        # "auto" on a large graph: AMD's ordering is kept unless nested dissection is
+        # forecast to save more factorization time than a METIS run costs.
+        amd_flops = cost(perm)
+        saving = amd_flops * nd_saving(qxadj, qadjncy) / FACTOR_RATE
+        if saving <= METIS_SECONDS_PER_ENTRY * qadjncy.size:
+            seconds = {"compress": t1 - t0, "order": time.perf_counter() - t1}
+            return Ordering(perm, "amd", ngroups, seconds, (({"method": "amd"}, amd_flops),))
+        name = "metis"
+    else:
+        perm = amd_flops = None
     seed = int(kwargs.get("seed", 0))
     concurrent = threads > 1 and sys.platform.startswith("linux")
     speculate = (
@@ -225,13 +246,43 @@ def order(xadj, adjncy, ordering="auto", pairs=None, *, cost=None, threads=1):
     # Runs the user asked for are all made; a speculative one that failed in its child
     # (out of memory, most likely) is dropped, not made again here.
     perms, costs, done = _cheapest_runs(run, ufactors, cost, children, min_cost, explicit)
+    if amd_flops is not None and not costs:  # "auto" ran AMD first: it stays a candidate
+        costs = [cost(perms[0])]
     seconds = {"compress": t1 - t0, "order": time.perf_counter() - t1}
-    if len(costs) < 2:
+    if len(costs) < 2 and amd_flops is None:
         return Ordering(perms[0], name, ngroups, seconds)
     candidates = tuple(
         ({"seed": seed, "ufactor": ufactors[i]}, c) for i, c in zip(done, costs, strict=True)
     )
+    if amd_flops is not None:
+        best = int(np.argmin(costs))
+        if amd_flops < costs[best]:
+            return Ordering(
+                perm, "amd", ngroups, seconds, (({"method": "amd"}, amd_flops),) + candidates
+            )
+        return Ordering(
+            perms[best], name, ngroups, seconds, (({"method": "amd"}, amd_flops),) + candidates
+        )
     return Ordering(perms[int(np.argmin(costs))], name, ngroups, seconds, candidates)
+
+
+def nd_saving(xadj, adjncy):
+    """The fraction of AMD's factorization flops nested dissection is expected to save
+    on this graph, from its dimension log(vertices) / log(pseudo-diameter): a quarter
+    on 2D meshes, 60% on 3D ones (and on graphs of few hops, whose "dimension" is high),
+    linearly between (AMD's flops over METIS's: 1.0-1.3 on 2D Laplacians 100² to 1000²
+    and Helmholtz, 1.7-2.7 on 3D Laplacians 25³ to 60³)."""
+    xadj = np.ascontiguousarray(xadj, dtype=np.int64)
+    adjncy = np.ascontiguousarray(adjncy, dtype=np.int64)
+    nv = xadj.shape[0] - 1
+    if nv < 2:
+        return 0.0
+    far, _ = farthest_vertex(nv, xadj, adjncy, 0)
+    _, diameter = farthest_vertex(nv, xadj, adjncy, far)
+    dimension = np.log(nv) / np.log(max(diameter, 2))
+    # Hop counts on grids run along the axes: a 2D m x m mesh measures about 1.75, a 3D
+    # m³ mesh 2.2 to 2.45 (7-point; 27-point stencils measure near 3).
+    return float(np.interp(dimension, [1.9, 2.2], [0.25, 0.6]))
 
 
 #: Nested dissection's factorization flops over (n / D)³ on meshes of n vertices and

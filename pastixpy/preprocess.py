@@ -14,7 +14,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import maximum_bipartite_matching, min_weight_full_bipartite_matching
 
 from ._matching import max_product_matching as _mc64_matching
-from ._matching import maximum_matching_size
+from ._matching import maximum_matching_size, ruiz_scaling
 from .errors import SingularMatrixError
 from .kinds import KINDS
 
@@ -167,34 +167,27 @@ def matching_scaling(A):
     return row_perm, dr, dc
 
 
-def equilibrate(A, symmetric, iterations=20, tol=1e-2):
+def equilibrate(A, symmetric, iterations=20, tol=1e-2, rows=None, weights=None):
     """Ruiz's iterative scaling: rows and columns of ``diag(dr) A diag(dc)`` get max |entry| ≈ 1.
 
-    With ``symmetric``, ``dr == dc`` so symmetry is kept.
+    With ``symmetric``, ``dr == dc`` so symmetry is kept. ``rows`` (A's entries' row
+    numbers, default A's row indices) and ``weights`` (factors of their magnitudes,
+    default 1) let a caller equilibrate A with its rows permuted and scaled without
+    forming that matrix. One pass over the entries per iteration
+    (:func:`pastixpy._matching.ruiz_scaling`).
 
     Returns
     -------
     dr, dc : ndarray of float64
     """
-    n = A.shape[0]
-    M = sp.csr_array(abs(sp.csr_array(A)), dtype=np.float64)
-    dr = np.ones(n)
-    dc = np.ones(n)
-    for _ in range(iterations):
-        S = sp.csr_array(sp.diags_array(dr) @ M @ sp.diags_array(dc))
-        rmax = S.max(axis=1).toarray().ravel()
-        cmax = S.max(axis=0).toarray().ravel()
-        rmax[rmax == 0] = 1.0
-        cmax[cmax == 0] = 1.0
-        if max(np.abs(1 - rmax).max(), np.abs(1 - cmax).max()) < tol:
-            break
-        if symmetric:
-            dr = dr / np.sqrt(rmax)
-            dc = dr
-        else:
-            dr = dr / np.sqrt(rmax)
-            dc = dc / np.sqrt(cmax)
-    return dr, dc.copy()
+    C = sp.csc_array(A)
+    mag = np.abs(C.data).astype(np.float64, copy=False)
+    if weights is not None:
+        mag = mag * weights
+    indices = C.indices if rows is None else rows
+    return ruiz_scaling(
+        C.indptr, indices, np.ascontiguousarray(mag), C.shape[0], symmetric, iterations, tol
+    )
 
 
 def pivot_pairs(B, weak=1e-2):
@@ -290,10 +283,16 @@ def preprocess(A, kind, matching=True, scaling=True, row_perm=None, pairs=None):
         else:
             row_perm = max_product_matching(A)
     if scaling:
-        M = A[row_perm] if row_perm is not None else A
-        if dr0 is not None:
-            M = sp.diags_array(dr0) @ M @ sp.diags_array(dc0)
-        dr, dc = equilibrate(M, symmetric=kind.symmetric)
+        # A[row_perm] scaled by MC64's duals, equilibrated without being formed.
+        rows = weights = None
+        if row_perm is not None:
+            new_row = np.empty(n, dtype=np.int64)
+            new_row[row_perm] = np.arange(n, dtype=np.int64)
+            rows = new_row[A.indices]
+            if dr0 is not None:
+                cols = np.repeat(np.arange(n), np.diff(A.indptr))
+                weights = dr0[rows] * dc0[cols]
+        dr, dc = equilibrate(A, symmetric=kind.symmetric, rows=rows, weights=weights)
         if dr0 is not None:
             dr, dc = dr * dr0, dc * dc0
     else:

@@ -377,16 +377,32 @@ def test_reordering_random_patterns(n, density, seed):
     assert an.stats["nnz_L_stored"] == plain.stats["nnz_L_stored"]
 
 
-def test_auto_ordering_is_amd_on_small_graphs_and_metis_above():
+def test_auto_ordering_keeps_amd_unless_nested_dissection_pays():
+    """Small graphs: AMD. Larger ones: AMD first, then METIS only where nested
+    dissection's forecast saving in the factorization exceeds a METIS run's cost, with
+    AMD's ordering still a candidate: 2D meshes and small 3D ones keep AMD, large 3D
+    meshes go to METIS (and keep its fewer flops)."""
     from pastixpy.ordering import AUTO_AMD_MAX
 
     small = pastixpy.analyze(laplacian((30, 30)))
     assert small.ordering.method == "amd"
     side = int(np.ceil(np.sqrt(AUTO_AMD_MAX + 1)))
-    large = pastixpy.analyze(laplacian((side, side)), ordering=("auto", {"seed": 1}))
-    assert large.ordering.method == "metis"
-    metis = pastixpy.analyze(laplacian((side, side)), ordering=("metis", {"seed": 1}))
-    assert np.array_equal(large.perm, metis.perm)
+    flat = pastixpy.analyze(laplacian((side, side)), ordering=("auto", {"seed": 1}))
+    assert flat.ordering.method == "amd"
+    assert [c["method"] for c in flat.stats["ordering_candidates"]] == ["amd"]
+    cube = pastixpy.analyze(laplacian((36, 36, 36)), ordering=("auto", {"seed": 1}), threads=1)
+    metis = pastixpy.analyze(laplacian((36, 36, 36)), ordering=("metis", {"seed": 1}), threads=1)
+    assert cube.ordering.method == "metis" and np.array_equal(cube.perm, metis.perm)
+    amd, nd = cube.stats["ordering_candidates"][:2]
+    assert amd["method"] == "amd" and nd["flops"] < amd["flops"]
+
+
+def test_nd_saving_follows_the_dimension():
+    from pastixpy.ordering import nd_saving
+
+    flat, cube = (_adjacency(laplacian(s)) for s in ((100, 100), (22, 22, 22)))
+    assert nd_saving(*flat) == pytest.approx(0.25)
+    assert nd_saving(*cube) == pytest.approx(0.6)
 
 
 def test_metis_keeps_the_ufactor_with_the_fewest_flops():

@@ -174,6 +174,8 @@ def test_mixed_memory_advice(monkeypatch):
 
     A = laplacian((10, 10, 10))
     monkeypatch.setattr(memory, "headroom", lambda: memory.Headroom(1000, "a test's limit"))
+    # Small factors are allocated without reading the limits: check these too.
+    monkeypatch.setattr("pastixpy.numeric.factorize.MEMORY_CHECK_MIN_BYTES", 0)
     with pytest.raises(pastixpy.OutOfMemoryError, match="precision='mixed' halves the factors"):
         pastixpy.factorize(A)
 

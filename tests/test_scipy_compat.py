@@ -176,8 +176,9 @@ def test_an_unreachable_tolerance_is_an_option_error():
     with pytest.raises(pastixpy.OptionError, match="precision='double' or 'mixed'"):
         pastixpy.factorize(laplacian((5, 5)).astype(np.float32), refine=("ir", {"tol": 1e-9}))
     # Reachable in double: accepted.
-    pastixpy.factorize(laplacian((5, 5)).astype(np.float32), refine=("ir", {"tol": 1e-9}),
-                       precision="mixed")
+    pastixpy.factorize(
+        laplacian((5, 5)).astype(np.float32), refine=("ir", {"tol": 1e-9}), precision="mixed"
+    )
 
 
 # ---------------------------------------------------------------------------- operators

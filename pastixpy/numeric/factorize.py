@@ -13,6 +13,11 @@ from ..options import available_cores
 from .factors import Factors, Pivots
 from .threads import blas_threads, kernel_threads
 
+#: Factors smaller than this are allocated without reading the memory limits first
+#: (reading them takes longer than such a factorization; numpy's MemoryError is still
+#: turned into OutOfMemoryError).
+MEMORY_CHECK_MIN_BYTES = 16 * 2**20
+
 #: Below this many flops, starting threads costs more than they save.
 PARALLEL_MIN_FLOPS = 1e8
 
@@ -87,7 +92,8 @@ def factorize_numeric(
     # The factors and the copies of B's entries in assembly order, before any of them.
     copies = 2 if kind.two_factors else 1
     needed = (copies * layout.size + amap.src_l.size + amap.src_u.size) * dtype.itemsize
-    check_memory(needed, "the factors", memory_advice(kind, B.dtype, dtype))
+    if needed >= MEMORY_CHECK_MIN_BYTES:
+        check_memory(needed, "the factors", memory_advice(kind, B.dtype, dtype))
     try:
         storage = _numeric.Storage(layout.structure, dtype, kind.two_factors)
     except MemoryError:
