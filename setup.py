@@ -4,6 +4,12 @@ Kernels live in ``csrc/`` (numeric and symbolic; the numeric module's source is 
 by concern into ``csrc/numeric/*.pxi``) and ``ordering/`` (ordering engine); each
 ``.pyx`` becomes ``pastixpy._<name>``. Release builds optimize and turn Cython's
 bounds checks off; ``PASTIXPY_DEBUG=1`` turns them on.
+
+A build is incremental and parallel: a module is translated again only when one of
+*our* sources changed (Cython's own staleness check also looks at the ``.pxd`` files
+of numpy, scipy and Cython, which pip installs afresh for every isolated build, so
+``pip install .`` followed by ``pip install ".[test]"`` would translate and compile
+everything twice), and the C files compile on every core (``PASTIXPY_JOBS`` to cap).
 """
 
 import os
@@ -28,12 +34,31 @@ SOURCES = {
 #: Extensions whose kernels run on OpenMP threads.
 OPENMP = {"pastixpy._numeric"}
 
+BUILD_DIR = Path("build/cython-debug" if DEBUG else "build/cython")
+JOBS = int(os.environ.get("PASTIXPY_JOBS", "0")) or os.cpu_count() or 1
+#: Our own files every module may include: a change to one translates every module.
+SHARED_DEPENDS = sorted(
+    str(path) for path in [*Path("csrc").glob("*.h"), *Path("csrc").glob("*/*.pxi")]
+)
+
+
+def translated(src):
+    """The C file Cython made of ``src``, if it is newer than every source of ours."""
+    c_file = BUILD_DIR / Path(src).with_suffix(".c")
+    if DEBUG or not c_file.exists():
+        return None
+    ours = [src, *SHARED_DEPENDS, __file__]
+    if max(os.path.getmtime(path) for path in ours) >= os.path.getmtime(c_file):
+        return None
+    return str(c_file)
+
+
 extensions = [
     Extension(
         name,
-        [src],
+        [translated(src) or src],
         include_dirs=[np.get_include(), "csrc"],
-        depends=[str(path) for path in [*Path("csrc").glob("*.h"), *Path("csrc").glob("*/*.pxi")]],
+        depends=SHARED_DEPENDS,
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
         extra_compile_args=(["-O0", "-g"] if DEBUG else ["-O3"])
         + (["-fopenmp"] if name in OPENMP else []),
@@ -54,6 +79,11 @@ OPTIONAL_FLAGS = [] if DEBUG else ["-fcx-fortran-rules"]
 class BuildExt(build_ext):
     """build_ext adding the :data:`OPTIONAL_FLAGS` this compiler accepts."""
 
+    def finalize_options(self):
+        super().finalize_options()
+        if not self.parallel:
+            self.parallel = JOBS
+
     def build_extensions(self):
         flags = [flag for flag in OPTIONAL_FLAGS if self._accepts(flag)]
         for ext in self.extensions:
@@ -71,10 +101,10 @@ class BuildExt(build_ext):
         return True
 
 
-setup(
-    cmdclass={"build_ext": BuildExt},
-    ext_modules=cythonize(
-        extensions,
+to_translate = [ext for ext in extensions if ext.sources[0].endswith(".pyx")]
+if to_translate:
+    fresh = cythonize(
+        to_translate,
         language_level=3,
         compiler_directives={
             "boundscheck": DEBUG,
@@ -82,6 +112,10 @@ setup(
             "initializedcheck": DEBUG,
             "cdivision": not DEBUG,
         },
-        build_dir="build/cython-debug" if DEBUG else "build/cython",
-    ),
-)
+        build_dir=str(BUILD_DIR),
+        nthreads=JOBS if len(to_translate) > 1 else 0,
+    )
+    by_name = {ext.name: ext for ext in fresh}
+    extensions = [by_name.get(ext.name, ext) for ext in extensions]
+
+setup(cmdclass={"build_ext": BuildExt}, ext_modules=extensions)
