@@ -26,6 +26,7 @@ DEBUG = os.environ.get("PASTIXPY_DEBUG", "0") not in ("", "0")
 SOURCES = {
     "pastixpy._symbolic": "csrc/symbolic.pyx",
     "pastixpy._numeric": "csrc/numeric.pyx",
+    "pastixpy._simplicial": "csrc/simplicial.pyx",
     "pastixpy._graph": "ordering/graph.pyx",
     "pastixpy._amd": "ordering/amd.pyx",
     "pastixpy._matching": "ordering/matching.pyx",

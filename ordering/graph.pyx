@@ -64,6 +64,96 @@ def symmetric_adjacency(idx_t n, const idx_t[::1] indptr, const idx_t[::1] indic
     return xadj_a, adjncy_a
 
 
+
+cdef int _compare_idx(const void* a, const void* b) noexcept nogil:
+    cdef idx_t x = (<const idx_t*>a)[0], y = (<const idx_t*>b)[0]
+    return (x > y) - (x < y)
+
+
+def column_intersection_adjacency(idx_t n, const idx_t[::1] indptr, const idx_t[::1] indices,
+                                  idx_t dense_row):
+    """Adjacency of the pattern of AᵀA without the diagonal, rows of more than
+    ``dense_row`` entries left out.
+
+    Columns j and k are adjacent when a row has entries in both: LU with partial
+    pivoting of A with its columns in an order Q fills no more than the Cholesky
+    factor of Qᵀ AᵀA Q (George and Ng), whatever rows it pivots on, so a minimum
+    degree ordering of this graph orders the columns of an unsymmetric matrix (as
+    COLAMD does without forming the graph). A dense row makes its columns a clique
+    and says nothing about the order: left out, as COLAMD does.
+
+    Parameters
+    ----------
+    n : int
+    indptr, indices : int64 arrays
+        Canonical CSC pattern of A.
+    dense_row : int
+        Rows with more entries than this are ignored.
+
+    Returns
+    -------
+    xadj, adjncy : int64 arrays
+        CSR adjacency; each list sorted, without duplicates.
+    """
+    cdef idx_t nnz = indptr[n]
+    cdef idx_t[::1] rptr = np.zeros(n + 1, dtype=np.int64)
+    cdef idx_t[::1] rind = np.empty(nnz, dtype=np.int64)
+    cdef idx_t[::1] mark = np.full(n, -1, dtype=np.int64)
+    cdef idx_t[::1] dense = np.zeros(n, dtype=np.int64)
+    xadj_a = np.zeros(n + 1, dtype=np.int64)
+    cdef idx_t[::1] xadj = xadj_a, adjncy
+    cdef idx_t i, j, k, p, r, count
+    with nogil:
+        # The rows of A (its transpose), dense ones left empty.
+        for p in range(nnz):
+            rptr[indices[p] + 1] += 1
+        for i in range(n):
+            if rptr[i + 1] > dense_row:
+                rptr[i + 1] = 0
+                dense[i] = 1
+        for i in range(n):
+            rptr[i + 1] += rptr[i]
+        for j in range(n):
+            for p in range(indptr[j], indptr[j + 1]):
+                i = indices[p]
+                if not dense[i]:
+                    rind[rptr[i]] = j
+                    rptr[i] += 1
+        for i in range(n, 0, -1):
+            rptr[i] = rptr[i - 1]
+        rptr[0] = 0
+        # Pass 1 counts each column's neighbours, pass 2 writes them.
+        for j in range(n):
+            mark[j] = j
+            count = 0
+            for p in range(indptr[j], indptr[j + 1]):
+                i = indices[p]
+                for r in range(rptr[i], rptr[i + 1]):
+                    k = rind[r]
+                    if mark[k] != j:
+                        mark[k] = j
+                        count += 1
+            xadj[j + 1] = xadj[j] + count
+    adjncy_a = np.empty(xadj[n], dtype=np.int64)
+    adjncy = adjncy_a
+    mark[:] = -1
+    with nogil:
+        for j in range(n):
+            mark[j] = j
+            count = xadj[j]
+            for p in range(indptr[j], indptr[j + 1]):
+                i = indices[p]
+                for r in range(rptr[i], rptr[i + 1]):
+                    k = rind[r]
+                    if mark[k] != j:
+                        mark[k] = j
+                        adjncy[count] = k
+                        count += 1
+            if count > xadj[j]:
+                qsort(&adjncy[xadj[j]], count - xadj[j], sizeof(idx_t), _compare_idx)
+    return xadj_a, adjncy_a
+
+
 cdef inline idx_t _merge(idx_t skip, const idx_t[::1] x, idx_t p, idx_t pe,
                          const idx_t[::1] y, idx_t q, idx_t qe, idx_t* out) noexcept nogil:
     """Merge two sorted index lists without duplicates and without ``skip``; count or write."""

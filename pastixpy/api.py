@@ -14,7 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as sla
 
-from . import pipeline
+from . import pipeline, simplicial
 from .errors import (
     InvalidInputError,
     OptionError,
@@ -582,8 +582,13 @@ def spsolve(A, b, permc_spec=None, use_umfpack=True, **options):
     vector = bb.ndim == 1 or (bb.ndim == 2 and bb.shape[1] == 1)
     t0 = time.perf_counter()
     analysis = options.pop("analysis", None)
+    parsed = Options.parse(**options)
+    x = None
+    if simplicial.applies(C, parsed, analysis):
+        x = simplicial.solve(C, bb, parsed.ordering)
     try:
-        x = _factorize(C, Options.parse(**options), analysis, t0).solve(bb)
+        if x is None:
+            x = _factorize(C, parsed, analysis, t0).solve(bb)
     except SingularMatrixError as exc:
         warnings.warn(f"Matrix is exactly singular: {exc}", sla.MatrixRankWarning, stacklevel=2)
         dtype = np.promote_types(np.promote_types(C.dtype, bb.dtype), np.float64)

@@ -281,3 +281,20 @@ def test_weights_match_expanded_graph(base):
     f_w = fill(X, expanded)
     f_x = fill(X, order(X))
     assert f_w <= 1.10 * f_x
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(1, 80), density=st.floats(0.01, 0.2), seed=st.integers(0, 10**6))
+def test_with_flops_counts_the_factor_of_the_order(n, density, seed):
+    # AMD's count, from each pivot's external degree at elimination, against the
+    # column counts of the elimination tree of the same order.
+    from pastixpy.symbolic import elimination_tree
+
+    rng = np.random.default_rng(seed)
+    P = pattern(sp.random_array((n, n), density=density, rng=rng) + sp.eye_array(n))
+    xadj, adjncy = P.indptr.astype(np.int64), P.indices.astype(np.int64)
+    for aggressive in (True, False):
+        perm, flops = amd_order(xadj, adjncy, n, aggressive=aggressive, with_flops=True)
+        counts = elimination_tree(xadj, adjncy, perm.astype(np.int64)).colcount
+        assert flops == 2 * float(np.sum((counts - 1.0) ** 2))
+        assert np.array_equal(perm, amd_order(xadj, adjncy, n, aggressive=aggressive))

@@ -1,0 +1,195 @@
+"""spsolve's simplicial path: a small matrix ordered, factored and solved in one kernel
+call each.
+
+On a small matrix the supernodal pipeline's fixed costs (matching, scaling, the
+symbolic factorization and block structure, the panel layout, the check of the kind
+and of the pivots) outweigh its factorization's flops, and scipy's SuperLU answers
+first. Here :func:`pastixpy.spsolve` orders such a matrix by minimum degree (our
+AMD), factors it column by column with threshold partial pivoting
+(:mod:`pastixpy._simplicial`, Gilbert-Peierls left-looking LU) within a flop budget,
+and checks the solution's backward error, refining it where it is above the
+tolerance.
+
+Two strategies, tried in turn (UMFPACK's, in spirit):
+
+- symmetric, for a pattern mostly symmetric or a diagonal without zeros: the graph
+  of A + Aᵀ ordered, the diagonal preferred as pivot, so that the fill is the
+  ordering's where the diagonal is strong (the ordering's forecast gives the budget);
+- unsymmetric, for a pattern that is not, or when the first spent its budget (its
+  pivots left the diagonal and made fill): the columns ordered by the graph of AᵀA
+  (dense rows left out, as COLAMD does), whose Cholesky factor bounds the fill of LU
+  with any row pivots, and the largest entry as pivot.
+
+What this path cannot certify goes to the pipeline, which factors from scratch and
+says why where it fails: a zero pivot (a singular matrix), a budget spent (factors
+dense enough for the BLAS to pay), a backward error that refinement does not bring
+to the tolerance.
+
+The path is spsolve's alone, with its default options (``ordering`` or scipy's
+``permc_spec`` aside) and a float64 or complex128 matrix: a factorization object
+(:func:`~pastixpy.factorize`, :func:`~pastixpy.factorized`) keeps the pipeline, for its
+statistics, inertia, determinant, refactorization and precisions. See
+``docs/analysis.md`` for the rule and the measurements behind its bounds.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _simplicial
+from ._amd import amd_order
+from ._graph import column_intersection_adjacency
+from .matrix import symmetric_pattern
+from .options import Options
+from .refine import backward_error
+from .solve import MatrixOperator, default_tol
+
+#: Matrices of at most this many unknowns are considered for the simplicial path.
+MAX_N = 5000
+
+#: The simplicial factorization's flop budget: above it the supernodal factorization's
+#: BLAS pays for the pipeline's fixed costs. The symmetric strategy's ordering forecasts
+#: its flops (exact while the pivots stay on the diagonal): beyond the budget the
+#: pipeline is taken at once (AᵀA's graph would hold more fill still), and its budget
+#: is :data:`FORECAST_GROWTH` times the forecast plus :data:`SLACK_FLOPS`, past which
+#: pivots off the diagonal have made fill the ordering did not plan for and the
+#: unsymmetric strategy is tried. That one's forecast (AᵀA's Cholesky factor, a bound
+#: for any row pivots) overstates its flops too much to decide by: its budget is this.
+MAX_FLOPS = 5e6
+FORECAST_GROWTH = 2.0
+SLACK_FLOPS = 1e5
+
+#: The symmetric strategy is tried (first) when at least this fraction of A's
+#: off-diagonal entries have a transposed partner (UMFPACK's rule), or when no diagonal
+#: entry is zero (diagonal pivots are then possible); the graph of A + Aᵀ of a less
+#: symmetric pattern holds many entries that are not A's.
+SYMMETRIC_PATTERN = 0.5
+
+#: The symmetric strategy takes the column's own (diagonal) row as pivot when it is at
+#: least this fraction of the largest candidate: growth stays bounded by 1 + 1/threshold
+#: per step, and the fill stays the ordering's where the diagonal is strong. The
+#: unsymmetric one pivots on the largest (threshold 1).
+PIVOT_THRESHOLD = 0.1
+
+#: Rows with more entries than this times √n (and 16) are dense: left out of AᵀA's
+#: graph, whose clique they would make (COLAMD's default).
+DENSE_ROW = 10.0
+
+#: Iterative refinement steps before the pipeline is asked instead.
+MAX_STEPS = 3
+
+#: The ordering options this path takes; anything else goes to the pipeline.
+ORDERINGS = ("auto", "amd", "natural")
+
+
+def applies(C, options, analysis):
+    """Whether spsolve's problem may take this path: small, double precision, default
+    options (an ordering this path has aside), no analysis given."""
+    return (
+        analysis is None
+        and C.shape[0] <= MAX_N
+        and C.dtype in (np.float64, np.complex128)
+        and (isinstance(options.ordering, str) and options.ordering in ORDERINGS)
+        and options == Options(ordering=options.ordering)
+    )
+
+
+@dataclass(frozen=True)
+class Factors:
+    """P A Q = L U from :func:`factor`: the kernel's arrays, the column order q, the
+    strategy that made them and their flops."""
+
+    arrays: tuple
+    q: np.ndarray
+    strategy: str
+    flops: float
+
+    def solve(self, R):
+        """A⁻¹ R for a 2-D R of the factors' dtype."""
+        X = np.empty_like(R)
+        _simplicial.lu_solve(*self.arrays, self.q, R, X)
+        return X
+
+
+def factor(C, ordering="auto"):
+    """:class:`Factors` of canonical C by the first strategy that holds within the
+    budget (see the module), or None."""
+    n = C.shape[0]
+    xadj, adjncy = symmetric_pattern(C)
+    symmetric = (
+        _pattern_symmetry(C, adjncy) >= SYMMETRIC_PATTERN or np.count_nonzero(C.diagonal()) == n
+    )
+    for strategy in ("symmetric", "unsymmetric") if symmetric else ("unsymmetric",):
+        budget = MAX_FLOPS
+        if strategy == "unsymmetric":
+            dense = max(16, int(DENSE_ROW * np.sqrt(n)))
+            xadj, adjncy = column_intersection_adjacency(n, C.indptr, C.indices, dense)
+        if ordering == "natural":
+            q = np.arange(n, dtype=np.int64)
+        else:
+            q, forecast = amd_order(xadj, adjncy, n, with_flops=True)
+            if strategy == "symmetric":
+                if forecast > MAX_FLOPS:
+                    return None  # AᵀA's graph holds more fill still: the pipeline's
+                budget = FORECAST_GROWTH * forecast + SLACK_FLOPS
+        threshold = PIVOT_THRESHOLD if strategy == "symmetric" else 1.0
+        status, _, arrays, flops = _simplicial.lu_factor(
+            C.indptr, C.indices, C.data, q, threshold, budget
+        )
+        if status == _simplicial.OK:
+            return Factors(arrays, q, strategy, flops)
+        if status == _simplicial.ZERO_PIVOT:
+            return None  # singular: the pipeline says where
+    return None
+
+
+def _pattern_symmetry(C, adjncy):
+    """The fraction of C's off-diagonal entries whose transposed entry is in C, given the
+    adjacency of C + Cᵀ (each off-diagonal pair once per direction)."""
+    off = C.nnz - np.count_nonzero(C.diagonal())  # exact unless zeros are stored
+    return (2 * off - adjncy.size) / off if off else 1.0
+
+
+def solve(C, b, ordering="auto"):
+    """x with A x = b, or None where this path cannot certify one (see the module).
+
+    Parameters
+    ----------
+    C : scipy.sparse.csc_array
+        Canonical, float64 or complex128.
+    b : ndarray, (n,) or (n, k), checked
+    ordering : {"auto", "amd", "natural"}
+
+    Returns
+    -------
+    x : ndarray of b's shape, dtype promoted from C's and b's, or None
+    """
+    F = factor(C, ordering)
+    if F is None:
+        return None
+    n = C.shape[0]
+    dtype = np.promote_types(C.dtype, b.dtype)
+    B = b.reshape(n, -1)
+    split = np.iscomplexobj(B) and not np.iscomplexobj(C.data)
+    if split:  # real factors: the real and imaginary parts are two real systems
+        B = np.concatenate([B.real, B.imag], axis=1)
+    B = np.ascontiguousarray(B, dtype=C.dtype)
+    x = F.solve(B)
+    op = MatrixOperator(C, "N", hermitian=False, unsymmetric=True)
+    norm_a = float(np.bincount(C.indices, weights=np.abs(C.data), minlength=n).max())
+    tol = default_tol(C.dtype)
+    berr = backward_error(op, x, B, norm_a)
+    for _ in range(MAX_STEPS):
+        if not (berr > tol).any():
+            break
+        x_new = x + F.solve(np.ascontiguousarray(B - C @ x))
+        berr_new = backward_error(op, x_new, B, norm_a)
+        if not (berr_new < berr).all():
+            break
+        x, berr = x_new, berr_new
+    if (berr > tol).any():
+        return None
+    if split:
+        k = x.shape[1] // 2
+        x = x[:, :k] + 1j * x[:, k:]
+    return x.astype(dtype, copy=False).reshape(b.shape)

@@ -1,0 +1,248 @@
+"""spsolve's simplicial path (pastixpy/simplicial.py, csrc/simplicial.pyx): the kernel's
+factors against a dense reconstruction, its pivot rule, the column intersection graph
+against scipy's AᵀA, which problems take the path, and that whatever it cannot certify
+goes to the pipeline with the pipeline's answer."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import scipy.sparse.linalg as sla
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_numeric import backward_error
+
+import pastixpy
+from pastixpy import _simplicial, simplicial
+from pastixpy._graph import column_intersection_adjacency
+from pastixpy.gallery import laplacian, saddle_point
+from pastixpy.matrix import canonical_csc
+
+from conftest import load_shared, random_pattern, shared_matrix_names
+
+
+def dense_factors(arrays, n):
+    """L (unit diagonal), U and the row permutation of the kernel's factors, dense."""
+    Lp, Li, Lx, Up, Ui, Ux, udiag, pinv = arrays
+    L = sp.csc_array((Lx, Li, Lp), shape=(n, n)).toarray() + np.eye(n)
+    U = sp.csc_array((Ux, Ui, Up), shape=(n, n)).toarray() + np.diag(udiag)
+    return L, U, pinv
+
+
+def unsymmetric(n, density, seed, complex_=False):
+    """A random unsymmetric matrix whose diagonal is weak: pivots leave it."""
+    rng = np.random.default_rng(seed)
+    A = sp.random_array((n, n), density=density, rng=rng, format="csc")
+    if complex_:
+        A = A + 1j * sp.random_array((n, n), density=density, rng=rng, format="csc")
+    A = A + sp.random_array((n, n), density=1.0 / n, rng=rng) + sp.eye_array(n, k=1)
+    A = A + sp.eye_array(n, k=-(n - 1)) + 1e-3 * sp.eye_array(n)
+    return canonical_csc(A)
+
+
+# ---------------------------------------------------------------------------- the kernel
+
+
+@pytest.mark.parametrize("complex_", [False, True])
+@pytest.mark.parametrize("threshold", [1.0, 0.1, 0.001])
+@settings(max_examples=15, deadline=None)
+@given(n=st.integers(1, 40), density=st.floats(0.02, 0.3), seed=st.integers(0, 10**6))
+def test_lu_factor_reconstructs_a(complex_, threshold, n, density, seed):
+    C = unsymmetric(n, density, seed, complex_)
+    q = np.random.default_rng(seed).permutation(n).astype(np.int64)
+    status, k, arrays, flops = _simplicial.lu_factor(
+        C.indptr, C.indices, C.data, q, threshold, 1e30
+    )
+    assert status == _simplicial.OK and k == n
+    L, U, pinv = dense_factors(arrays, n)
+    assert np.array_equal(np.sort(pinv), np.arange(n))
+    assert np.allclose(np.tril(L), L) and np.allclose(np.triu(U), U)
+    PAQ = np.empty((n, n), dtype=C.dtype)
+    PAQ[pinv] = C.toarray()[:, q]
+    # Backward stable relative to |L||U| (which the threshold bounds): Higham's bound.
+    assert np.abs(L @ U - PAQ).max() <= 1e-14 * n * (np.abs(L) @ np.abs(U)).max()
+    # |l_ij| <= 1 / threshold: the pivot was at least threshold times the largest.
+    assert np.abs(L).max() <= (1 + 1e-12) / threshold
+    b = np.arange(1.0, n + 1)[:, None].astype(C.dtype)
+    x = np.empty_like(b)
+    _simplicial.lu_solve(*arrays, q, b, x)
+    if threshold == 1.0:
+        assert backward_error(C, x, b).max() < 1e-13
+
+
+def test_lu_factor_prefers_the_diagonal_within_the_threshold():
+    # Column 0 holds 1 on the diagonal and 5 below: threshold 0.1 keeps the diagonal,
+    # partial pivoting (threshold 1) takes the 5.
+    C = canonical_csc(sp.csc_array(np.array([[1.0, 1.0], [5.0, 1.0]])))
+    q = np.arange(2, dtype=np.int64)
+    for threshold, row in ((0.1, 0), (1.0, 1)):
+        *_, arrays, _ = _simplicial.lu_factor(C.indptr, C.indices, C.data, q, threshold, 1e30)
+        assert arrays[7][row] == 0  # that row was pivot 0
+
+
+def test_lu_factor_reports_zero_pivot_and_budget():
+    C = canonical_csc(sp.csc_array(np.array([[1.0, 2.0], [2.0, 4.0]])))
+    q = np.arange(2, dtype=np.int64)
+    status, k, arrays, _ = _simplicial.lu_factor(C.indptr, C.indices, C.data, q, 1.0, 1e30)
+    assert status == _simplicial.ZERO_PIVOT and k == 1 and arrays is None
+    C = canonical_csc(sp.csc_array(np.ones((30, 30)) + 30 * np.eye(30)))
+    q = np.arange(30, dtype=np.int64)
+    status, k, _, flops = _simplicial.lu_factor(C.indptr, C.indices, C.data, q, 0.1, 1000.0)
+    assert status == _simplicial.OVER_BUDGET and 1000.0 < flops and k < 30
+
+
+def test_lu_factor_counts_flops():
+    # Dense n x n with diagonal pivots: column j is updated by the j columns before it,
+    # each n - 1 - i long: flops = 2 Σ_i (n-1-i)² over i < n.
+    n = 12
+    C = canonical_csc(sp.csc_array(np.ones((n, n)) + n * np.eye(n)))
+    q = np.arange(n, dtype=np.int64)
+    *_, flops = _simplicial.lu_factor(C.indptr, C.indices, C.data, q, 0.1, 1e30)
+    assert flops == 2 * sum((n - 1 - i) ** 2 for i in range(n))
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(1, 60), density=st.floats(0.01, 0.3), seed=st.integers(0, 10**6))
+def test_column_intersection_adjacency_is_ata(n, density, seed):
+    rng = np.random.default_rng(seed)
+    C = canonical_csc(sp.random_array((n, n), density=density, rng=rng) + sp.eye_array(n))
+    dense = int(rng.integers(1, n + 2))
+    xadj, adjncy = column_intersection_adjacency(n, C.indptr, C.indices, dense)
+    P = (C != 0).astype(np.float64)
+    counts = np.diff(sp.csr_array(C).indptr)
+    P = sp.diags_array((counts <= dense).astype(np.float64)) @ P  # dense rows out
+    G = sp.csr_array(P.T @ P)
+    G.setdiag(0)
+    G.eliminate_zeros()
+    G.sort_indices()
+    assert np.array_equal(xadj, G.indptr) and np.array_equal(adjncy, G.indices)
+
+
+# ---------------------------------------------------------------------------- the path
+
+
+def spy_on_path(monkeypatch):
+    """Record each simplicial.solve's outcome (the path's x, or None)."""
+    seen = []
+    real = simplicial.solve
+
+    def spy(*args, **kwargs):
+        x = real(*args, **kwargs)
+        seen.append(x is not None)
+        return x
+
+    monkeypatch.setattr(simplicial, "solve", spy)
+    return seen
+
+
+@pytest.mark.parametrize(
+    "A",
+    [
+        laplacian((20, 20)),
+        random_pattern(300, 0.01, 1),
+        random_pattern(200, 0.02, 2, complex_=True),
+        unsymmetric(150, 0.03, 3),
+        unsymmetric(150, 0.03, 4, complex_=True),
+    ],
+    ids=["lap2d", "random", "complex", "pivoting", "complex-pivoting"],
+)
+def test_small_problems_take_the_path_and_meet_the_tolerance(A, monkeypatch):
+    seen = spy_on_path(monkeypatch)
+    b = np.arange(A.shape[0], dtype=np.float64) - 3
+    x = pastixpy.spsolve(A, b)
+    assert seen == [True]
+    assert x.shape == b.shape and x.dtype == np.result_type(A.dtype, np.float64)
+    assert backward_error(A, x, b).max() < 1e-12
+    assert np.allclose(x, sla.spsolve(sp.csc_array(A), b), rtol=1e-8, atol=1e-10)
+
+
+def test_path_keeps_spsolve_shapes_and_dtypes(monkeypatch):
+    seen = spy_on_path(monkeypatch)
+    A = random_pattern(50, 0.05, 5)
+    for b in (
+        np.ones(50),
+        np.ones((50, 1)),
+        np.ones((50, 3)),
+        np.ones(50) + 2j * np.arange(50),  # complex b, real A: two real systems
+        np.arange(50),  # integers
+    ):
+        x = pastixpy.spsolve(A, b)
+        ref = sla.spsolve(A, b)
+        assert x.shape == ref.shape and x.dtype == ref.dtype
+        assert np.allclose(x, ref, rtol=1e-10)
+    B = sp.csc_array(np.eye(50)[:, :4])
+    X = pastixpy.spsolve(A, B)
+    assert sp.issparse(X) and np.allclose(X.toarray(), np.linalg.inv(A.toarray())[:, :4])
+    assert all(seen)
+
+
+def test_options_and_precisions_take_the_pipeline(monkeypatch):
+    seen = spy_on_path(monkeypatch)
+    A = laplacian((10, 10))
+    b = np.ones(100)
+    pastixpy.spsolve(A, b, kind="llt")
+    pastixpy.spsolve(A, b, threads=1)
+    pastixpy.spsolve(A, b, precision="mixed")
+    pastixpy.spsolve(A.astype(np.float32), b.astype(np.float32))
+    pastixpy.spsolve(A, b, ordering="metis")
+    pastixpy.spsolve(A, b, analysis=pastixpy.analyze(A))
+    assert seen == []
+    pastixpy.spsolve(A, b, permc_spec="NATURAL")
+    pastixpy.spsolve(A, b, ordering="amd")
+    assert seen == [True, True]
+
+
+def test_singular_matrices_go_to_the_pipeline(monkeypatch):
+    seen = spy_on_path(monkeypatch)
+    A = sp.csc_array(np.array([[1.0, 2.0], [2.0, 4.0]]))
+    with pytest.warns(sla.MatrixRankWarning):
+        x = pastixpy.spsolve(A, np.array([1.0, 3.0]))
+    assert np.isnan(x).all() and seen == [False]
+
+
+def test_over_budget_goes_to_the_pipeline_with_its_answer(monkeypatch):
+    seen = spy_on_path(monkeypatch)
+    monkeypatch.setattr(simplicial, "MAX_FLOPS", 10.0)
+    A, b = laplacian((15, 15)), np.ones(225)
+    x = pastixpy.spsolve(A, b)
+    assert seen == [False]
+    assert backward_error(A, x, b).max() < 1e-12
+
+
+def test_saddle_point_tries_the_unsymmetric_strategy():
+    # A zero block: diagonal pivots fail there and the symmetric strategy spends its
+    # budget; AᵀA's ordering with partial pivoting factors it.
+    A = canonical_csc(saddle_point((10, 10)))
+    F = simplicial.factor(A)
+    assert F is not None and F.strategy == "unsymmetric"
+    b = np.ones(A.shape[0])
+    assert backward_error(A, simplicial.solve(A, b), b).max() < 1e-12
+
+
+def test_refinement_that_cannot_reach_the_tolerance_goes_to_the_pipeline(monkeypatch):
+    # Condition about 1e15: the path's one solve and its steps stay above 1e-12 with
+    # this kernel's pivots, or not; either way the answer given meets the tolerance.
+    n = 40
+    rng = np.random.default_rng(0)
+    Q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    A = sp.csc_array(Q @ np.diag(np.logspace(0, -15, n)) @ Q.T)
+    b = A @ np.ones(n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        x = pastixpy.spsolve(A, b)
+    assert backward_error(A, x, b).max() < 1e-12
+
+
+@pytest.mark.parametrize("name", shared_matrix_names())
+def test_shared_matrices_solve_to_the_tolerance(name):
+    A = load_shared(name)
+    if A.shape[0] > simplicial.MAX_N:
+        pytest.skip("past the simplicial path's size")
+    C = canonical_csc(A)
+    if C.dtype not in (np.float64, np.complex128):
+        pytest.skip("single precision takes the pipeline")
+    b = np.ones(C.shape[0], dtype=C.dtype)
+    x = simplicial.solve(C, b)
+    if x is not None:
+        assert backward_error(C, x, b).max() <= 1e-12
