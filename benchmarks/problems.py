@@ -39,6 +39,19 @@ REAL_MATRICES = {
 }
 QUICK_REAL = ("bcsstk16", "bayer10")
 
+#: Shared matrices that are singular on purpose: no solver's time to compare.
+SINGULAR = {"zenios", "mbeacxc", "neumann", "cryg2500", "reorientation_1"}
+
+#: ``--small``'s generated problems: where fixed costs decide (a 2D Laplacian 30×30, and
+#: 2D FEM-like problems of 10⁴–10⁵ unknowns).
+SMALL_GENERATED = (
+    ("lap2d-30", "2D Laplacian 30²", "lap2d", 30),
+    ("lap2d-100", "2D Laplacian 100²", "lap2d", 100),
+    ("lap2d-250", "2D Laplacian 250²", "lap2d", 250),
+    ("helmholtz-150", "2D Helmholtz 150², ppw 10", "helmholtz2d", 150),
+    ("saddle2d-70", "2D Stokes-like saddle point 70²", "saddle2d", 70),
+)
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -86,6 +99,40 @@ def _real(name, structure):
         return sp.csc_array(scipy.io.mmread(matrices_dir() / f"{name}.mtx"))
 
     return Problem(name, f"{name} (shared)", structure, build)
+
+
+def structure_of(A):
+    """The structure of a matrix for the solvers' choice of factorization: "spd" when
+    symmetric with a Cholesky factorization, "sym" / "csym" when symmetric otherwise
+    (real / complex), else "unsym" (complex Hermitian matrices included: not every
+    solver here takes them)."""
+    import pastixpy
+
+    A = sp.csc_array(A)
+    if (A - A.T).count_nonzero():
+        return "unsym"
+    if A.dtype.kind == "c":
+        return "csym"
+    try:
+        pastixpy.factorize(A, kind="llt")
+        return "spd"
+    except pastixpy.PastixError:
+        return "sym"
+
+
+def small_problems():
+    """``--small``: every well-posed shared matrix, and :data:`SMALL_GENERATED`."""
+    problems = []
+    for path in sorted(matrices_dir().glob("*.mtx")):
+        if path.stem in SINGULAR:
+            continue
+        structure = structure_of(scipy.io.mmread(path))
+        problems.append(_real(path.stem, structure))
+    for name, label, key, size in SMALL_GENERATED:
+        problems.append(
+            Problem(name, label, PROBLEMS[key].structure, lambda k=key, m=size: PROBLEMS[k](m), 2)
+        )
+    return problems
 
 
 def _cube(n):

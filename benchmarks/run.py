@@ -2,7 +2,8 @@
 
 Usage::
 
-    PYTHONPATH=. python benchmarks/run.py [--quick] [--solvers pastixpy,scipy,cholmod,mumps,pardiso]
+    PYTHONPATH=. python benchmarks/run.py [--quick | --small]
+        [--solvers pastixpy,spsolve,scipy,cholmod,mumps,pardiso]
         [--threads 1,2] [--precision double,mixed] [--runs 3] [--problems lap3d,helmholtz,...]
         [--json out.json] [--markdown out.md] [--timeout 1800]
 
@@ -13,7 +14,10 @@ error, GFLOP/s (pastixpy's LLᵀ flop count of the problem at that thread count
 over each solver's factorization time) and ratios to pastixpy, medians of
 ``--runs`` runs. Every run is a fresh process (``worker.py``), so the peak
 memory is that run's own. Solvers that are not installed are reported as such.
-``--quick`` runs small problems, once each, in one to two minutes.
+``--quick`` runs small problems, once each, in one to two minutes. ``--small`` runs
+the shared matrices (the singular ones aside) and small generated problems, where
+fixed costs decide. After each problem, the solvers are ranked by total time
+(analysis + factorization + one solve) at each thread count, the fastest named.
 ``--precision double,mixed`` runs pastixpy in each precision (``pastixpy:mixed`` in
 the table) and prints, per problem and thread count, each precision against double
 and against CHOLMOD (numeric factorization, factorization + one solve, factor and
@@ -34,7 +38,7 @@ from pathlib import Path
 import numpy as np
 import scipy
 import scipy.sparse as sp
-from problems import STRUCTURES, all_problems, select
+from problems import STRUCTURES, all_problems, select, small_problems
 from solvers import PRECISIONS, SOLVERS, availability, base_name, not_applicable
 from threadpoolctl import threadpool_info, threadpool_limits
 from worker import MARK
@@ -138,6 +142,7 @@ def summarize(runs, ref_runs):
         "kind": ok[0]["kind"],
         "ordering": ok[0]["ordering"],
         "runs_ok": len(ok),
+        "total": median([total(r) for r in ok]),
     }
     if ref_runs is not None:
         both = zip(runs, ref_runs, strict=True)
@@ -159,9 +164,9 @@ def total(r):
 
 HEADER = (
     "| problem | n | solver | thr | analysis s | factor s | solve s (1) | solve s (16) "
-    "| nnz(L) | factor peak MiB | peak MiB | factor MiB | backward err | GFLOP/s "
+    "| total s | nnz(L) | factor peak MiB | peak MiB | factor MiB | backward err | GFLOP/s "
     "| factor / pastixpy | total / pastixpy | note |\n"
-    "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+    "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
 )
 
 
@@ -172,9 +177,10 @@ def fmt(x, spec):
 def row(problem, n, solver, threads, summary, flops, note):
     """One Markdown table row; ``summary`` None gives a row with the note only."""
     if summary is None:
-        return f"| {problem} | {n:,} | {solver} | {threads} |" + " |" * 12 + f" {note} |"
+        return f"| {problem} | {n:,} | {solver} | {threads} |" + " |" * 13 + f" {note} |"
     sec = summary["seconds"]
-    rate = flops / sec["factor"] / 1e9 if flops and sec["factor"] else None
+    whole = base_name(solver) == "spsolve"  # one call per solve: no factorization apart
+    rate = flops / sec["factor"] / 1e9 if flops and sec["factor"] and not whole else None
     peak, factor_peak = summary["peak_bytes"], summary["factor_peak_bytes"]
     cells = [
         problem,
@@ -185,13 +191,14 @@ def row(problem, n, solver, threads, summary, flops, note):
         fmt(sec["factor"], ".3f"),
         fmt(sec["solve1"], ".3f"),
         fmt(sec["solve16"], ".3f"),
+        fmt(summary["total"], ".4f"),
         fmt(summary["nnz_factor"], ",.0f"),
         fmt(None if factor_peak is None else factor_peak / MiB, ".0f"),
         fmt(None if peak is None else peak / MiB, ".0f"),
         fmt(summary["factor_bytes"] / MiB, ".0f"),
         fmt(summary["backward_error"], ".1e"),
         fmt(rate, ".2f"),
-        fmt(summary.get("factor_ratio"), ".2f"),
+        fmt(None if whole else summary.get("factor_ratio"), ".2f"),
         fmt(summary.get("total_ratio"), ".2f"),
         note,
     ]
@@ -307,10 +314,31 @@ def run_problem(problem, solvers, threads, runs, timeout, workdir, report):
             record["results"].append(
                 {"solver": name, "threads": k, "summary": summary, "runs": raw[name, k]}
             )
+    record["fastest"] = fastest(record["results"], threads)
+    for k, ranking in record["fastest"].items():
+        if ranking:
+            report(
+                f"| {problem.label} | | **fastest in total at {k} thread{'s' * (k > 1)}** | | "
+                + ", ".join(f"{name} {t:.4g} s" for name, t in ranking)
+                + " |" * 13
+            )
     record["precision_ratios"] = precision_ratios(raw, active, threads)
     for line in precision_lines(problem.label, record["precision_ratios"]):
         report(line)
     return record
+
+
+def fastest(results, threads):
+    """Per thread count, the solvers ranked by median total time: [(name, seconds), ...]."""
+    out = {}
+    for k in threads:
+        timed = [
+            (res["solver"], res["summary"]["total"])
+            for res in results
+            if res.get("threads") == k and res.get("summary") and res["summary"]["total"]
+        ]
+        out[k] = sorted(timed, key=lambda item: item[1])
+    return out
 
 
 def precision_ratios(raw, active, threads):
@@ -400,6 +428,11 @@ def precision_lines(label, ratios):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="small problems, one run: 1-2 minutes")
+    p.add_argument(
+        "--small",
+        action="store_true",
+        help="the shared matrices and small generated problems (fixed costs decide)",
+    )
     p.add_argument("--solvers", default=",".join(SOLVERS), help="comma-separated solver names")
     p.add_argument("--threads", default="1,2", help="comma-separated BLAS thread counts")
     p.add_argument("--runs", type=int, help="runs per measurement (default 3; 1 with --quick)")
@@ -431,7 +464,10 @@ def main():
         at = names.index("pastixpy") + 1
         names[at:at] = [f"pastixpy:{q}" for q in precisions if q != "double"]
     solvers = {s: availability(s) for s in names}
-    problems, missing = all_problems(args.quick)
+    if args.small:
+        problems, missing = small_problems(), []
+    else:
+        problems, missing = all_problems(args.quick)
     problems = select(problems, [w for w in (args.problems or "").split(",") if w])
 
     report = Report()
@@ -441,7 +477,7 @@ def main():
     kernel_text = "; ".join(
         f"{d['internal_api']} {d['version']} {d['architecture']}" for d in kernels
     )
-    mode = "quick" if args.quick else "full"
+    mode = "small" if args.small else "quick" if args.quick else "full"
     report(f"# Solver benchmark ({mode}, median of {runs} run{'s' * (runs > 1)})\n")
     report(
         f"Machine: {cpu_model()}, {os.cpu_count()} cores; dgemm 2000² "

@@ -13,6 +13,7 @@ Which structure each solver can take, and how it factors it:
 solver    spd                        sym          csym                unsym
 ========  =========================  ===========  ==================  ==============
 pastixpy  LLᵀ                        LDLᵀ         LDLᵀ                LU
+spsolve   pastixpy.spsolve, one call per solve (small problems: simplicial LU)
 scipy     LU (splu, COLAMD)          LU           LU                  LU
 cholmod   LLᵀ (supernodal, METIS)    —            —                   —
 mumps     LDLᵀ (SYM=1)               LDLᵀ (2)     LDLᵀ (SYM=2)        LU (SYM=0)
@@ -30,6 +31,7 @@ import scipy.sparse as sp
 #: Solver name → (module that must be importable, distribution for the version, what it is).
 SOLVERS = {
     "pastixpy": ("pastixpy", "pastixpy", "pastixpy.factorize"),
+    "spsolve": ("pastixpy", "pastixpy", "pastixpy.spsolve, one call per solve"),
     "scipy": ("scipy.sparse.linalg", "scipy", "scipy.sparse.linalg.splu (SuperLU)"),
     "cholmod": ("sksparse.cholmod", "scikit-sparse", "CHOLMOD via scikit-sparse"),
     "mumps": ("mumps", "python-mumps", "MUMPS (sequential) via python-mumps"),
@@ -83,8 +85,8 @@ def not_applicable(name, structure):
 
 
 class PastixSolver:
-    """pastixpy.factorize with kind="auto" and METIS, in a precision ("double", "mixed",
-    "single"); the analysis is timed inside it."""
+    """pastixpy.factorize with its defaults (kind and ordering "auto"), in a precision
+    ("double", "mixed", "single"); the analysis is timed inside it."""
 
     def __init__(self, A, structure, threads, precision="double"):
         import pastixpy
@@ -96,9 +98,7 @@ class PastixSolver:
         pass  # factorize() runs the whole pipeline; factor() splits its time below
 
     def factor(self):
-        self.F = self.pastixpy.factorize(
-            self.A, ordering="metis", threads=self.threads, precision=self.precision
-        )
+        self.F = self.pastixpy.factorize(self.A, threads=self.threads, precision=self.precision)
 
     def split(self, seconds):
         """Everything factorize() did besides the numeric factorization and its check solve
@@ -121,7 +121,7 @@ class PastixSolver:
             "factor_bytes": int(s["factor_bytes"]),
             "flops": float(s["flops"]),
             "kind": s["kind"],
-            "ordering": "metis",
+            "ordering": self.F.analysis.ordering.method,
             "pastixpy_seconds": dict(s["seconds"]),
             "refinement_steps": s["refinement_steps"],
             "perturbed_pivots": s["perturbed_pivots"],
@@ -129,6 +129,30 @@ class PastixSolver:
             "factor_dtype": s["factor_dtype"],
             "precision_fallback": s["precision_fallback"],
         }
+
+
+class SpsolveSolver:
+    """pastixpy.spsolve as a scipy user calls it: each solve is one whole call (analysis,
+    factorization, solve: small problems take its simplicial path, see
+    pastixpy/simplicial.py), so analysis and factorization read 0 and "solve s (1)" is the
+    total. Threads: the BLAS limit only (spsolve's defaults)."""
+
+    def __init__(self, A, structure, threads):
+        import pastixpy
+
+        self.spsolve, self.A = pastixpy.spsolve, A
+
+    def analyze(self):
+        pass
+
+    def factor(self):
+        pass
+
+    def solve(self, B):
+        return self.spsolve(self.A, B)
+
+    def info(self):
+        return {"nnz_factor": None, "factor_bytes": 0, "kind": "auto", "ordering": "auto"}
 
 
 class ScipySolver:
@@ -324,6 +348,7 @@ class PardisoSolver:
 
 ADAPTERS = {
     "pastixpy": PastixSolver,
+    "spsolve": SpsolveSolver,
     "scipy": ScipySolver,
     "cholmod": CholmodSolver,
     "mumps": MumpsSolver,

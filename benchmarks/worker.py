@@ -5,7 +5,8 @@ Usage::
     python benchmarks/worker.py '{"matrix": "A.npz", "solver": "pastixpy", "threads": 1,
                                   "structure": "spd"}'
 
-Loads the matrix and right-hand sides, imports the solver, takes the resident
+Loads the matrix and right-hand sides, imports the solver and runs it once on an
+8 x 8 matrix of the same structure (first calls untimed), takes the resident
 set size as the baseline and resets the high-water mark (``/proc/self/clear_refs``),
 then times analysis, factorization and the solves with 1 and 16 right-hand
 sides under a BLAS thread limit, reads the peak after the factorization, after
@@ -66,6 +67,26 @@ def rhs(n, k, dtype, seed=0):
     return B.astype(dtype)
 
 
+def warm_up(name, structure, dtype, threads):
+    """Run the solver once on an 8 x 8 matrix of the structure: what a library does on
+    its first call only (lazy imports, thread pools, caches) is not timed, as it is not
+    in a program that solves more than once. Small problems would be all first call."""
+    T = sp.diags_array([-np.ones(7), 2 * np.ones(8), -np.ones(7)], offsets=[-1, 0, 1])
+    W = {
+        "spd": T,
+        "sym": T - 1.3 * sp.eye_array(8),
+        "csym": (1 + 1j) * T,
+        "unsym": T + 0.5 * sp.eye_array(8, k=1),
+    }[structure]
+    W = sp.csc_array(W).astype(dtype)
+    solver = adapter(name, W, structure, threads)
+    with threadpool_limits(limits=threads), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        solver.analyze()
+        solver.factor()
+        solver.solve(rhs(8, 1, dtype)[:, 0])
+
+
 def run(spec):
     """Time one solver on one matrix; returns the result dict."""
     A = sp.csc_array(sp.load_npz(spec["matrix"]))
@@ -74,6 +95,7 @@ def run(spec):
     B16 = rhs(n, 16, A.dtype, seed=16)
     norm_a = float(abs(A).sum(axis=1).max())
     threads = int(spec["threads"])
+    warm_up(spec["solver"], spec["structure"], A.dtype, threads)
     solver = adapter(spec["solver"], A, spec["structure"], threads)
     rss0, _ = memory()
     reset = reset_peak()

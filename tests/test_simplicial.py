@@ -19,7 +19,7 @@ from pastixpy._graph import column_intersection_adjacency
 from pastixpy.gallery import laplacian, saddle_point
 from pastixpy.matrix import canonical_csc
 
-from conftest import load_shared, random_pattern, shared_matrix_names
+from conftest import load_shared, random_pattern, shared_params
 
 
 def dense_factors(arrays, n):
@@ -234,7 +234,7 @@ def test_refinement_that_cannot_reach_the_tolerance_goes_to_the_pipeline(monkeyp
     assert backward_error(A, x, b).max() < 1e-12
 
 
-@pytest.mark.parametrize("name", shared_matrix_names())
+@pytest.mark.parametrize("name", shared_params())
 def test_shared_matrices_solve_to_the_tolerance(name):
     A = load_shared(name)
     if A.shape[0] > simplicial.MAX_N:
