@@ -561,6 +561,14 @@ def spsolve(A, b, permc_spec=None, use_umfpack=True, **options):
     InvalidInputError
         A or b is malformed, or b's rows do not match A (checked before any work).
 
+    Notes
+    -----
+    A small matrix (at most :data:`pastixpy.simplicial.MAX_N` unknowns, float64 or
+    complex128) with the default options (``ordering`` aside) is first solved by a
+    sparse LU with threshold partial pivoting in one kernel call, its backward error
+    checked and refined (:mod:`pastixpy.simplicial`); what that path cannot certify
+    goes to :func:`factorize`'s pipeline.
+
     Examples
     --------
     >>> import scipy.sparse as sp
