@@ -44,8 +44,12 @@ from .options import Options
 from .refine import backward_error
 from .solve import MatrixOperator, default_tol
 
-#: Matrices of at most this many unknowns are considered for the simplicial path.
+#: Matrices of at most this many unknowns are considered for the simplicial path;
+#: those of a pattern the symmetric strategy does not take (below), up to
+#: :data:`MAX_N_UNSYMMETRIC`: the pipeline's factorization of the matched A + Aᵀ holds
+#: much more fill there than LU with row pivots after AᵀA's ordering.
 MAX_N = 5000
+MAX_N_UNSYMMETRIC = 50000
 
 #: The simplicial factorization's flop budget: above it the supernodal factorization's
 #: BLAS pays for the pipeline's fixed costs. The symmetric strategy's ordering forecasts
@@ -54,8 +58,11 @@ MAX_N = 5000
 #: is :data:`FORECAST_GROWTH` times the forecast plus :data:`SLACK_FLOPS`, past which
 #: pivots off the diagonal have made fill the ordering did not plan for and the
 #: unsymmetric strategy is tried. That one's forecast (AᵀA's Cholesky factor, a bound
-#: for any row pivots) overstates its flops too much to decide by: its budget is this.
+#: for any row pivots) overstates its flops too much to decide by: its budget is
+#: :data:`MAX_FLOPS_UNSYMMETRIC`, above this one for the reason of
+#: :data:`MAX_N_UNSYMMETRIC`.
 MAX_FLOPS = 5e6
+MAX_FLOPS_UNSYMMETRIC = 2e7
 FORECAST_GROWTH = 2.0
 SLACK_FLOPS = 1e5
 
@@ -87,7 +94,7 @@ def applies(C, options, analysis):
     options (an ordering this path has aside), no analysis given."""
     return (
         analysis is None
-        and C.shape[0] <= MAX_N
+        and C.shape[0] <= MAX_N_UNSYMMETRIC
         and C.dtype in (np.float64, np.complex128)
         and (isinstance(options.ordering, str) and options.ordering in ORDERINGS)
         and options == Options(ordering=options.ordering)
@@ -119,8 +126,10 @@ def factor(C, ordering="auto"):
     symmetric = (
         _pattern_symmetry(C, adjncy) >= SYMMETRIC_PATTERN or np.count_nonzero(C.diagonal()) == n
     )
+    if symmetric and n > MAX_N:
+        return None
     for strategy in ("symmetric", "unsymmetric") if symmetric else ("unsymmetric",):
-        budget = MAX_FLOPS
+        budget = MAX_FLOPS_UNSYMMETRIC
         if strategy == "unsymmetric":
             dense = max(16, int(DENSE_ROW * np.sqrt(n)))
             xadj, adjncy = column_intersection_adjacency(n, C.indptr, C.indices, dense)

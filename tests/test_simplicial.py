@@ -234,10 +234,26 @@ def test_refinement_that_cannot_reach_the_tolerance_goes_to_the_pipeline(monkeyp
     assert backward_error(A, x, b).max() < 1e-12
 
 
+def test_size_limits_by_pattern(monkeypatch):
+    # Past MAX_N only patterns the symmetric strategy does not take (mostly unmatched
+    # entries, zeros on the diagonal) go the simplicial way.
+    monkeypatch.setattr(simplicial, "MAX_N", 100)
+    rng = np.random.default_rng(7)
+    n = 300
+    shift = sp.csc_array((np.ones(n), (np.arange(n), (np.arange(n) + 1) % n)), shape=(n, n))
+    U = canonical_csc(sp.random_array((n, n), density=0.004, rng=rng) + 2 * shift)
+    assert U.diagonal().min() == 0
+    F = simplicial.factor(U)
+    assert F is not None and F.strategy == "unsymmetric"
+    b = np.ones(n)
+    assert backward_error(U, simplicial.solve(U, b), b).max() < 1e-12
+    assert simplicial.factor(canonical_csc(laplacian((15, 15)))) is None
+
+
 @pytest.mark.parametrize("name", shared_params())
 def test_shared_matrices_solve_to_the_tolerance(name):
     A = load_shared(name)
-    if A.shape[0] > simplicial.MAX_N:
+    if A.shape[0] > simplicial.MAX_N_UNSYMMETRIC:
         pytest.skip("past the simplicial path's size")
     C = canonical_csc(A)
     if C.dtype not in (np.float64, np.complex128):
