@@ -13,6 +13,31 @@ cnp.import_array()
 ctypedef int64_t idx_t
 
 
+cdef void _rows(idx_t n, const idx_t[::1] indptr, const idx_t[::1] indices, idx_t max_row,
+                idx_t[::1] rptr, idx_t[::1] rind, idx_t[::1] skipped) noexcept nogil:
+    """The rows of a CSC pattern (its transpose, each row's columns sorted by
+    construction) into ``rptr`` (n + 1, zeros) and ``rind``; rows of more than
+    ``max_row`` entries are left empty and flagged in ``skipped``."""
+    cdef idx_t i, j, p
+    for p in range(indptr[n]):
+        rptr[indices[p] + 1] += 1
+    for i in range(n):
+        skipped[i] = rptr[i + 1] > max_row
+        if skipped[i]:
+            rptr[i + 1] = 0
+    for i in range(n):
+        rptr[i + 1] += rptr[i]
+    for j in range(n):
+        for p in range(indptr[j], indptr[j + 1]):
+            i = indices[p]
+            if not skipped[i]:
+                rind[rptr[i]] = j
+                rptr[i] += 1
+    for i in range(n, 0, -1):
+        rptr[i] = rptr[i - 1]
+    rptr[0] = 0
+
+
 def symmetric_adjacency(idx_t n, const idx_t[::1] indptr, const idx_t[::1] indices):
     """Adjacency of the pattern of A + Aᵀ, without the diagonal.
 
@@ -34,21 +59,10 @@ def symmetric_adjacency(idx_t n, const idx_t[::1] indptr, const idx_t[::1] indic
     cdef cnp.ndarray[idx_t, ndim=1] xadj_a = np.zeros(n + 1, dtype=np.int64)
     cdef idx_t[::1] tptr = tptr_a, tind = tind_a, xadj = xadj_a
     cdef idx_t[::1] adjncy
+    cdef idx_t[::1] skipped = np.empty(n, dtype=np.int64)
     cdef idx_t i, j, p, q, pe, qe, k, a, b, total
     with nogil:
-        # Transpose (rows of A), sorted by construction.
-        for p in range(nnz):
-            tptr[indices[p] + 1] += 1
-        for i in range(n):
-            tptr[i + 1] += tptr[i]
-        for j in range(n):
-            for p in range(indptr[j], indptr[j + 1]):
-                i = indices[p]
-                tind[tptr[i]] = j
-                tptr[i] += 1
-        for i in range(n, 0, -1):
-            tptr[i] = tptr[i - 1]
-        tptr[0] = 0
+        _rows(n, indptr, indices, n, tptr, tind, skipped)
         # Pass 1 counts, pass 2 fills: merge column j of A with row j of A.
         for j in range(n):
             xadj[j + 1] = _merge(j, indices, indptr[j], indptr[j + 1],
@@ -99,29 +113,12 @@ def column_intersection_adjacency(idx_t n, const idx_t[::1] indptr, const idx_t[
     cdef idx_t[::1] rptr = np.zeros(n + 1, dtype=np.int64)
     cdef idx_t[::1] rind = np.empty(nnz, dtype=np.int64)
     cdef idx_t[::1] mark = np.full(n, -1, dtype=np.int64)
-    cdef idx_t[::1] dense = np.zeros(n, dtype=np.int64)
+    cdef idx_t[::1] dense = np.empty(n, dtype=np.int64)
     xadj_a = np.zeros(n + 1, dtype=np.int64)
     cdef idx_t[::1] xadj = xadj_a, adjncy
     cdef idx_t i, j, k, p, r, count
     with nogil:
-        # The rows of A (its transpose), dense ones left empty.
-        for p in range(nnz):
-            rptr[indices[p] + 1] += 1
-        for i in range(n):
-            if rptr[i + 1] > dense_row:
-                rptr[i + 1] = 0
-                dense[i] = 1
-        for i in range(n):
-            rptr[i + 1] += rptr[i]
-        for j in range(n):
-            for p in range(indptr[j], indptr[j + 1]):
-                i = indices[p]
-                if not dense[i]:
-                    rind[rptr[i]] = j
-                    rptr[i] += 1
-        for i in range(n, 0, -1):
-            rptr[i] = rptr[i - 1]
-        rptr[0] = 0
+        _rows(n, indptr, indices, dense_row, rptr, rind, dense)
         # Pass 1 counts each column's neighbours, pass 2 writes them.
         for j in range(n):
             mark[j] = j
