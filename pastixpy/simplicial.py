@@ -21,9 +21,12 @@ Two strategies, tried in turn (UMFPACK's, in spirit):
   with any row pivots, and the largest entry as pivot.
 
 What this path cannot certify goes to the pipeline, which factors from scratch and
-says why where it fails: a zero pivot (a singular matrix), a budget spent (factors
-dense enough for the BLAS to pay), a backward error that refinement does not bring
-to the tolerance.
+says why where it fails: a zero pivot (a singular matrix), a pivot below the
+pipeline's static-pivoting threshold (a matrix that may be singular: the pipeline
+warns, or tells a b outside the range), a budget spent (factors dense enough for the
+BLAS to pay), a solution grown past what a nonsingular matrix gives (the same
+criterion as the pipeline's), a backward error that refinement does not bring to the
+tolerance.
 
 The path is spsolve's alone, with its default options (``ordering`` or scipy's
 ``permc_spec`` aside) and a float64 or complex128 matrix: a factorization object
@@ -42,7 +45,7 @@ from ._graph import column_intersection_adjacency
 from .matrix import symmetric_pattern
 from .options import Options
 from .refine import backward_error
-from .solve import MatrixOperator, default_tol
+from .solve import SINGULAR_GROWTH, MatrixOperator, default_tol
 
 #: Matrices of at most this many unknowns are considered for the simplicial path;
 #: those of a pattern the symmetric strategy does not take (below), up to
@@ -81,6 +84,10 @@ PIVOT_THRESHOLD = 0.1
 #: Rows with more entries than this times √n (and 16) are dense: left out of AᵀA's
 #: graph, whose clique they would make (COLAMD's default).
 DENSE_ROW = 10.0
+
+#: A pivot below this times max|a_ij| hands the matrix to the pipeline, whose static
+#: pivoting replaces such pivots and says so (sqrt(eps), the pipeline's threshold).
+SMALL_PIVOT = float(np.sqrt(np.finfo(np.float64).eps))
 
 #: Iterative refinement steps before the pipeline is asked instead.
 MAX_STEPS = 3
@@ -146,6 +153,8 @@ def factor(C, ordering="auto"):
             C.indptr, C.indices, C.data, q, threshold, budget
         )
         if status == _simplicial.OK:
+            if np.abs(arrays[6]).min() < SMALL_PIVOT * np.abs(C.data).max():
+                return None  # nearly singular: the pipeline warns, or says b is not in range
             return Factors(arrays, q, strategy, flops)
         if status == _simplicial.ZERO_PIVOT:
             return None  # singular: the pipeline says where
@@ -198,6 +207,10 @@ def solve(C, b, ordering="auto"):
         x, berr = x_new, berr_new
     if (berr > tol).any():
         return None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        growth = norm_a * np.abs(x).max(axis=0) / np.abs(B).max(axis=0)
+    if (growth > SINGULAR_GROWTH / np.finfo(C.dtype).eps).any():
+        return None  # a singular matrix and a b outside its range: the pipeline says so
     if split:
         k = x.shape[1] // 2
         x = x[:, :k] + 1j * x[:, k:]

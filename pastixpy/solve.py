@@ -159,7 +159,7 @@ class Solver:
         worst = float(berr.max()) if berr.size else 0.0
         if method != "none" and worst > tol:
             raise self._failure(worst, tol, trans)
-        if self.perturbed_columns and method != "none":
+        if method != "none":
             self._check_growth(x, b, trans)
         if warn and self.perturbed_columns and method != "none":
             warnings.warn(
@@ -174,10 +174,11 @@ class Solver:
     def _check_growth(self, x, b, trans):
         """SingularMatrixError where the solution grew past what any matrix the precision
         can tell from singular makes: ‖B‖‖y‖/‖c‖ is at most κ(B) for a nonsingular B, so
-        beyond :data:`SINGULAR_GROWTH` / eps a perturbed pivot answered for a b outside
-        the range, and the small backward error of such an x says nothing (it solves a
-        nearby nonsingular matrix). Measured on the factored system B y = c, B the scaled
-        matrix (``norm_scaled`` its ‖·‖∞), so that bad scaling alone does not count."""
+        beyond :data:`SINGULAR_GROWTH` / eps a perturbed pivot, or a roundoff-sized one
+        that Cholesky took as positive, answered for a b outside the range, and the small
+        backward error of such an x says nothing (it solves a nearby nonsingular matrix).
+        Measured on the factored system B y = c, B the scaled matrix (``norm_scaled`` its
+        ‖·‖∞), so that bad scaling alone does not count."""
         prep = self.prep
         perm = np.arange(self.n) if prep.row_perm is None else prep.row_perm
         with np.errstate(all="ignore"):
@@ -194,7 +195,8 @@ class Solver:
                 f"the matrix is numerically singular and b is not in its range: the solution "
                 f"of the scaled system grew to ‖B‖‖y‖/‖c‖ = {float(growth.max()):.1e}, more "
                 f"than any matrix distinguishable from a singular one in {self.dtype} gives. "
-                f"{self.perturbed_message()}. Check that b satisfies the model's "
+                + (f"{self.perturbed_message()}. " if self.perturbed_columns else "")
+                + "Check that b satisfies the model's "
                 "compatibility conditions, or use a least-squares solver",
                 columns=self.perturbed_columns,
             )

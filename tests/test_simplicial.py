@@ -201,6 +201,28 @@ def test_singular_matrices_go_to_the_pipeline(monkeypatch):
     assert np.isnan(x).all() and seen == [False]
 
 
+def graph_laplacian(k):
+    """D - W of a k x k grid: singular, its null space the constants."""
+    A = sp.csc_array(laplacian((k, k)))
+    A = A - sp.diags_array(np.asarray(A.sum(axis=1)).ravel())
+    return canonical_csc(A)
+
+
+def test_nearly_singular_matrices_go_to_the_pipeline(monkeypatch):
+    # Partial pivoting leaves a roundoff-sized last pivot on a singular matrix: the
+    # path hands over, and the pipeline answers as it does (a solution for a b in the
+    # range, scipy's warning and NaNs for one outside).
+    A = graph_laplacian(8)
+    assert simplicial.factor(A) is None
+    seen = spy_on_path(monkeypatch)
+    consistent = A @ np.random.default_rng(0).standard_normal(64)
+    x = pastixpy.spsolve(A, consistent)
+    assert backward_error(A, x, consistent).max() < 1e-12
+    with pytest.warns(sla.MatrixRankWarning, match="not in its range"):
+        assert np.isnan(pastixpy.spsolve(A, np.ones(64))).all()
+    assert seen == [False, False]
+
+
 def test_over_budget_goes_to_the_pipeline_with_its_answer(monkeypatch):
     seen = spy_on_path(monkeypatch)
     monkeypatch.setattr(simplicial, "MAX_FLOPS", 10.0)
