@@ -21,12 +21,12 @@ Two strategies, tried in turn (UMFPACK's, in spirit):
   with any row pivots, and the largest entry as pivot.
 
 What this path cannot certify goes to the pipeline, which factors from scratch and
-says why where it fails: a zero pivot (a singular matrix), a pivot below the
-pipeline's static-pivoting threshold (a matrix that may be singular: the pipeline
-warns, or tells a b outside the range), a budget spent (factors dense enough for the
-BLAS to pay), a solution grown past what a nonsingular matrix gives (the same
-criterion as the pipeline's), a backward error that refinement does not bring to the
-tolerance.
+says why where it fails: a zero pivot (a singular matrix), a budget spent (factors
+dense enough for the BLAS to pay), a backward error that refinement does not bring to
+the tolerance, a solution grown past what a nonsingular matrix gives (the pipeline's
+criterion: a singular matrix and a b outside its range, whose tiny backward error
+says nothing). A singular matrix with b in its range gets a solution, one of many,
+as from SuperLU.
 
 The path is spsolve's alone, with its default options (``ordering`` or scipy's
 ``permc_spec`` aside) and a float64 or complex128 matrix: a factorization object
@@ -44,8 +44,7 @@ from ._amd import amd_order
 from ._graph import column_intersection_adjacency
 from .matrix import symmetric_pattern
 from .options import Options
-from .refine import backward_error
-from .solve import SINGULAR_GROWTH, MatrixOperator, default_tol
+from .solve import SINGULAR_GROWTH, default_tol
 
 #: Matrices of at most this many unknowns are considered for the simplicial path;
 #: those of a pattern the symmetric strategy does not take (below), up to
@@ -84,10 +83,6 @@ PIVOT_THRESHOLD = 0.1
 #: Rows with more entries than this times √n (and 16) are dense: left out of AᵀA's
 #: graph, whose clique they would make (COLAMD's default).
 DENSE_ROW = 10.0
-
-#: A pivot below this times max|a_ij| hands the matrix to the pipeline, whose static
-#: pivoting replaces such pivots and says so (sqrt(eps), the pipeline's threshold).
-SMALL_PIVOT = float(np.sqrt(np.finfo(np.float64).eps))
 
 #: Iterative refinement steps before the pipeline is asked instead.
 MAX_STEPS = 3
@@ -153,8 +148,6 @@ def factor(C, ordering="auto"):
             C.indptr, C.indices, C.data, q, threshold, budget
         )
         if status == _simplicial.OK:
-            if np.abs(arrays[6]).min() < SMALL_PIVOT * np.abs(C.data).max():
-                return None  # nearly singular: the pipeline warns, or says b is not in range
             return Factors(arrays, q, strategy, flops)
         if status == _simplicial.ZERO_PIVOT:
             return None  # singular: the pipeline says where
@@ -193,15 +186,13 @@ def solve(C, b, ordering="auto"):
         B = np.concatenate([B.real, B.imag], axis=1)
     B = np.ascontiguousarray(B, dtype=C.dtype)
     x = F.solve(B)
-    op = MatrixOperator(C, "N", hermitian=False, unsymmetric=True)
-    norm_a = float(np.bincount(C.indices, weights=np.abs(C.data), minlength=n).max())
     tol = default_tol(C.dtype)
-    berr = backward_error(op, x, B, norm_a)
+    berr, norm_a = _simplicial.backward_errors(C.indptr, C.indices, C.data, x, B)
     for _ in range(MAX_STEPS):
         if not (berr > tol).any():
             break
         x_new = x + F.solve(np.ascontiguousarray(B - C @ x))
-        berr_new = backward_error(op, x_new, B, norm_a)
+        berr_new, _ = _simplicial.backward_errors(C.indptr, C.indices, C.data, x_new, B)
         if not (berr_new < berr).all():
             break
         x, berr = x_new, berr_new
