@@ -53,6 +53,12 @@ AUTO_AMD_MAX = 5000
 FACTOR_RATE = 1e10
 METIS_SECONDS_PER_ENTRY = 1e-6
 
+#: ``"auto"`` skips AMD and runs METIS at once where nested dissection's forecast saving
+#: over AMD (its flops by :func:`forecast_flops`, AMD's taken as those over one minus
+#: :func:`nd_saving`) is at least this many METIS runs: AMD would be ordered, costed and
+#: dropped (3D meshes of 40³ and more, elasticity). Closer calls run AMD first as above.
+METIS_SURE = 4.0
+
 #: METIS's separator balance tolerances (``ufactor``: parts may differ by x/1000) tried by
 #: default. 200 is METIS's own default; 400 lets the refinement find smaller separators on
 #: meshes: 7-12% fewer flops on 3D Laplacians of 60³ and 80³, 17% on a 2D one, but 5-15%
@@ -202,6 +208,13 @@ def order(xadj, adjncy, ordering="auto", pairs=None, *, cost=None, threads=1):
         qxadj, qadjncy, weights = xadj, adjncy, None
     t1 = time.perf_counter()
     amd_first = name == "auto" and ngroups > AUTO_AMD_MAX and cost is not None
+    diameter = None
+    if amd_first and qadjncy.size:
+        diameter = pseudo_diameter(qxadj, qadjncy)
+        saving = nd_saving(qxadj, qadjncy, diameter)
+        nd_flops = forecast_flops(qxadj, qadjncy, n, diameter)
+        metis_seconds = METIS_SECONDS_PER_ENTRY * qadjncy.size
+        amd_first = nd_flops * saving / (1 - saving) / FACTOR_RATE < METIS_SURE * metis_seconds
     if name == "auto" and not amd_first:
         name = "amd" if ngroups <= AUTO_AMD_MAX or qadjncy.size == 0 else "metis"
     if name in ("amd", "auto") or qadjncy.size == 0:
@@ -216,7 +229,7 @@ def order(xadj, adjncy, ordering="auto", pairs=None, *, cost=None, threads=1):
         # "auto" on a large graph: AMD's ordering is kept unless nested dissection is
         # forecast to save more factorization time than a METIS run costs.
         amd_flops = cost(perm)
-        saving = amd_flops * nd_saving(qxadj, qadjncy) / FACTOR_RATE
+        saving = amd_flops * nd_saving(qxadj, qadjncy, diameter) / FACTOR_RATE
         if saving <= METIS_SECONDS_PER_ENTRY * qadjncy.size:
             seconds = {"compress": t1 - t0, "order": time.perf_counter() - t1}
             return Ordering(perm, "amd", ngroups, seconds, (({"method": "amd"}, amd_flops),))
@@ -230,7 +243,7 @@ def order(xadj, adjncy, ordering="auto", pairs=None, *, cost=None, threads=1):
         and cost is not None
         and not explicit
         and ngroups >= METIS_SECOND_RUN_MIN_VERTICES
-        and forecast_flops(qxadj, qadjncy, n) >= METIS_SECOND_RUN_FLOPS / 2
+        and forecast_flops(qxadj, qadjncy, n, diameter) >= METIS_SECOND_RUN_FLOPS / 2
     )
     if cost is None or not (explicit or speculate):
         ufactors = ufactors[:1]
@@ -266,19 +279,30 @@ def order(xadj, adjncy, ordering="auto", pairs=None, *, cost=None, threads=1):
     return Ordering(perms[int(np.argmin(costs))], name, ngroups, seconds, candidates)
 
 
-def nd_saving(xadj, adjncy):
+def pseudo_diameter(xadj, adjncy):
+    """A graph's pseudo-diameter: two breadth-first searches, from vertex 0 and from the
+    farthest vertex found (tens of milliseconds on 10⁶ vertices)."""
+    xadj = np.ascontiguousarray(xadj, dtype=np.int64)
+    adjncy = np.ascontiguousarray(adjncy, dtype=np.int64)
+    nv = xadj.shape[0] - 1
+    if nv == 0:
+        return 0
+    far, _ = farthest_vertex(nv, xadj, adjncy, 0)
+    return farthest_vertex(nv, xadj, adjncy, far)[1]
+
+
+def nd_saving(xadj, adjncy, diameter=None):
     """The fraction of AMD's factorization flops nested dissection is expected to save
     on this graph, from its dimension log(vertices) / log(pseudo-diameter): a quarter
     on 2D meshes, 60% on 3D ones (and on graphs of few hops, whose "dimension" is high),
     linearly between (AMD's flops over METIS's: 1.0-1.3 on 2D Laplacians 100² to 1000²
-    and Helmholtz, 1.7-2.7 on 3D Laplacians 25³ to 60³)."""
-    xadj = np.ascontiguousarray(xadj, dtype=np.int64)
-    adjncy = np.ascontiguousarray(adjncy, dtype=np.int64)
+    and Helmholtz, 1.7-2.7 on 3D Laplacians 25³ to 60³). ``diameter``: the graph's
+    :func:`pseudo_diameter`, when known."""
     nv = xadj.shape[0] - 1
     if nv < 2:
         return 0.0
-    far, _ = farthest_vertex(nv, xadj, adjncy, 0)
-    _, diameter = farthest_vertex(nv, xadj, adjncy, far)
+    if diameter is None:
+        diameter = pseudo_diameter(xadj, adjncy)
     dimension = np.log(nv) / np.log(max(diameter, 2))
     # Hop counts on grids run along the axes: a 2D m x m mesh measures about 1.75, a 3D
     # m³ mesh 2.2 to 2.45 (7-point; 27-point stencils measure near 3).
@@ -292,22 +316,20 @@ def nd_saving(xadj, adjncy):
 ND_FLOPS_PER_CUBE = 100
 
 
-def forecast_flops(xadj, adjncy, n):
+def forecast_flops(xadj, adjncy, n, diameter=None):
     """A forecast of nested dissection's flops on a mesh-like graph, before ordering it:
     :data:`ND_FLOPS_PER_CUBE` (n / D)³ for ``n`` unknowns (the graph may be a quotient
     graph) and the graph's pseudo-diameter D (two breadth-first searches, from vertex 0
     and from the farthest vertex found; tens of milliseconds on 10⁶ vertices).
 
     Accurate within about 3x on meshes; above the flops of graphs with more neighbours
-    or fewer hops (elasticity, random graphs: no harm where it only starts a run).
+    or fewer hops (elasticity, random graphs: no harm where it only starts a run or
+    skips AMD for METIS). ``diameter``: the graph's :func:`pseudo_diameter`, when known.
     """
-    xadj = np.ascontiguousarray(xadj, dtype=np.int64)
-    adjncy = np.ascontiguousarray(adjncy, dtype=np.int64)
-    nv = xadj.shape[0] - 1
-    if nv == 0:
+    if xadj.shape[0] <= 1:
         return 0.0
-    far, _ = farthest_vertex(nv, xadj, adjncy, 0)
-    _, diameter = farthest_vertex(nv, xadj, adjncy, far)
+    if diameter is None:
+        diameter = pseudo_diameter(xadj, adjncy)
     return ND_FLOPS_PER_CUBE * (n / max(diameter, 1)) ** 3
 
 

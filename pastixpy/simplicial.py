@@ -125,13 +125,14 @@ def factor(C, ordering="auto"):
     budget (see the module), or None."""
     n = C.shape[0]
     xadj, adjncy = symmetric_pattern(C)
-    symmetric = (
-        _pattern_symmetry(C, adjncy) >= SYMMETRIC_PATTERN or np.count_nonzero(C.diagonal()) == n
-    )
+    diagonal = np.count_nonzero(C.diagonal())
+    off = C.nnz - diagonal  # off-diagonal entries (exact unless zeros are stored)
+    matched = (2 * off - adjncy.size) / off if off else 1.0  # with a transposed partner
+    symmetric = matched >= SYMMETRIC_PATTERN or diagonal == n
     if symmetric and n > MAX_N:
         return None
     for strategy in ("symmetric", "unsymmetric") if symmetric else ("unsymmetric",):
-        budget = MAX_FLOPS_UNSYMMETRIC
+        budget = MAX_FLOPS if strategy == "symmetric" else MAX_FLOPS_UNSYMMETRIC
         if strategy == "unsymmetric":
             dense = max(16, int(DENSE_ROW * np.sqrt(n)))
             xadj, adjncy = column_intersection_adjacency(n, C.indptr, C.indices, dense)
@@ -152,13 +153,6 @@ def factor(C, ordering="auto"):
         if status == _simplicial.ZERO_PIVOT:
             return None  # singular: the pipeline says where
     return None
-
-
-def _pattern_symmetry(C, adjncy):
-    """The fraction of C's off-diagonal entries whose transposed entry is in C, given the
-    adjacency of C + Cᵀ (each off-diagonal pair once per direction)."""
-    off = C.nnz - np.count_nonzero(C.diagonal())  # exact unless zeros are stored
-    return (2 * off - adjncy.size) / off if off else 1.0
 
 
 def solve(C, b, ordering="auto"):
