@@ -30,7 +30,7 @@ from .analysis import analyze
 from .errors import MixedPrecisionError, NotPositiveDefiniteError, PatternMismatchError
 from .kinds import KINDS, indefinite_kind
 from .matrix import symmetric_pattern
-from .numeric import AssemblyMap, PanelLayout, factorize_numeric
+from .numeric import AssemblyMap, PanelLayout, factorize_numeric, is_small
 from .options import parse_option
 from .ordering import METIS_UFACTORS, ORDERINGS
 from .preprocess import preprocess
@@ -240,7 +240,7 @@ def _attempt(C, plan, options, seconds, reuse):
         # B's columns are A's columns: the matching permutes rows only.
         perturbed_columns=tuple(analysis.perm[perturbed].tolist()),
         refine=refine,
-        threads=options.threads,
+        threads=1 if is_small(analysis) else options.threads,
         gathers=pivot_order_gathers(prep, analysis, C.dtype),
         exact=plan.exact,
     )

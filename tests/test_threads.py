@@ -12,6 +12,7 @@ import pytest
 import scipy.sparse as sp
 
 import pastixpy
+import pastixpy.numeric.factorize
 import pastixpy.options
 from pastixpy.errors import InvalidInputError, NotPositiveDefiniteError
 from pastixpy.gallery import convection_diffusion3d, elasticity3d, laplacian, saddle_point
@@ -19,6 +20,13 @@ from pastixpy.numeric import PanelLayout, SolvePlan
 
 REAL = (np.float32, np.float64)
 COMPLEX = (np.complex64, np.complex128)
+
+
+@pytest.fixture(autouse=True)
+def threads_on_small_matrices(monkeypatch):
+    """These tests ask for threads on small matrices to exercise the scheduler; the
+    factorization otherwise keeps those under PARALLEL_MIN_FLOPS on one thread."""
+    monkeypatch.setattr(pastixpy.numeric.factorize, "PARALLEL_MIN_FLOPS", 0.0)
 
 
 def _signed_diagonal(shape, seed, hermitian=False):
@@ -111,8 +119,9 @@ def test_threaded_solves_match_one_thread(make, kind, dtype, threads):
 
 
 _FEWER_THREADS = """
-import numpy as np, pastixpy
+import numpy as np, pastixpy, pastixpy.numeric.factorize
 from pastixpy.gallery import laplacian
+pastixpy.numeric.factorize.PARALLEL_MIN_FLOPS = 0.0  # threads on a small matrix
 A = laplacian((12, 12, 12))
 b = np.random.default_rng(0).standard_normal((A.shape[0], 2))
 F = pastixpy.factorize(A, threads=2, refine="none")
@@ -403,3 +412,16 @@ def test_a_failing_solve_leaves_other_threads_alone():
             # Each thread's F.stats is its own last solve, not another thread's.
             assert mine <= 1e-14 and reported == pytest.approx(mine, rel=0.5, abs=1e-17)
     assert not F.stats["coarsened"]  # no solve refactored
+
+
+def test_small_factorizations_run_on_one_thread_whatever_asked(monkeypatch):
+    monkeypatch.setattr(pastixpy.numeric.factorize, "PARALLEL_MIN_FLOPS", 1e8)
+    A = laplacian((12, 12, 12))
+    assert pastixpy.analyze(A).stats["flops"] < 1e8
+    F = pastixpy.factorize(A, threads=2)
+    assert F.stats["threads"] == 1
+    b = np.ones(A.shape[0])
+    assert np.abs(A @ F.solve(b) - b).max() <= 1e-10
+    big = laplacian((24, 24, 24))
+    if pastixpy.options.available_cores() > 1:
+        assert pastixpy.factorize(big, threads=2).stats["threads"] == 2

@@ -10,7 +10,7 @@ Works in pivot order on an already preprocessed matrix B (scaled, rows matched);
 - :mod:`.threads`: BLAS and OpenMP threads around the kernels.
 """
 
-from .factorize import PARALLEL_MIN_FLOPS, factorize_numeric, release_free_memory
+from .factorize import PARALLEL_MIN_FLOPS, factorize_numeric, is_small, release_free_memory
 from .factors import Factors, Pivots, parity
 from .layout import AssemblyMap, PanelLayout, SolvePlan
 from .threads import blas_threads
@@ -24,6 +24,7 @@ __all__ = [
     "SolvePlan",
     "blas_threads",
     "factorize_numeric",
+    "is_small",
     "parity",
     "release_free_memory",
 ]

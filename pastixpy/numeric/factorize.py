@@ -22,6 +22,12 @@ MEMORY_CHECK_MIN_BYTES = 16 * 2**20
 PARALLEL_MIN_FLOPS = 1e8
 
 
+def is_small(analysis):
+    """Whether a factorization is under :data:`PARALLEL_MIN_FLOPS`: it and its solves
+    then run on the calling thread, the BLAS single-threaded."""
+    return analysis.stats["flops"] < PARALLEL_MIN_FLOPS
+
+
 def _find_malloc_trim():
     """glibc's ``malloc_trim``, or None (other C libraries, other systems)."""
     name = ctypes.util.find_library("c")
@@ -67,9 +73,10 @@ def factorize_numeric(
     progress : callable, optional
         Called as ``progress(done_fraction)`` as the factorization advances.
     threads : int, optional
-        Threads factoring cblks concurrently (BLAS then runs single-threaded in
-        each); default: the cores this process may run on, one under
-        :data:`PARALLEL_MIN_FLOPS`. ``1`` factors the cblks in order on the calling
+        At most this many threads factor cblks concurrently (BLAS then runs
+        single-threaded in each); default: the cores this process may run on. Under
+        :data:`PARALLEL_MIN_FLOPS`, one whatever is asked, and the BLAS on one too.
+        ``1`` factors the cblks in order on the calling
         thread, the reference the threaded run agrees with to rounding (and what a
         process forked from one that ran threads gets: GNU OpenMP does not survive
         fork).
@@ -105,12 +112,16 @@ def factorize_numeric(
         ) from None
     values_l, values_u = amap.values(B.data, dtype)
     pivots = Pivots.empty(kind, B.shape[0], dtype)
-    # Small factorizations stay on one thread: starting more costs more.
-    if threads is None:
-        small = analysis.stats["flops"] < PARALLEL_MIN_FLOPS
-        threads = 1 if small else available_cores()
-    threads = kernel_threads(int(threads) if layout.ncblk > 1 else 1)
-    with blas_threads(1 if threads > 1 else None):
+    # Small factorizations stay on one thread, the BLAS's included, whatever was asked:
+    # starting threads costs more than they save, and on a machine with as many cores
+    # as threads the OpenMP and BLAS threads that wait spinning after a region take
+    # the caller's core from it through the calls that follow.
+    small = is_small(analysis)
+    threads = available_cores() if threads is None else int(threads)
+    if small or layout.ncblk < 2:
+        threads = 1
+    threads = kernel_threads(threads)
+    with blas_threads(1 if threads > 1 or small else None):
         _, failed = _numeric.factorize(
             layout.structure,
             storage,
