@@ -41,6 +41,16 @@ def unsymmetric(n, density, seed, complex_=False):
     return canonical_csc(A)
 
 
+def badly_scaled(n, seed):
+    """A well-conditioned unsymmetric matrix with rows and columns scaled by 10^±6, like
+    bayer10's 15 orders of magnitude: its unscaled ‖A‖‖x‖/‖b‖ passes the growth limit,
+    its equilibrated one does not."""
+    rng = np.random.default_rng(seed)
+    A = unsymmetric(n, 0.03, seed) + 4 * sp.eye_array(n)
+    dr, dc = 10.0 ** rng.uniform(-6, 6, n), 10.0 ** rng.uniform(-6, 6, n)
+    return canonical_csc(sp.diags_array(dr) @ A @ sp.diags_array(dc))
+
+
 # ---------------------------------------------------------------------------- the kernel
 
 
@@ -144,8 +154,9 @@ def spy_on_path(monkeypatch):
         random_pattern(200, 0.02, 2, complex_=True),
         unsymmetric(150, 0.03, 3),
         unsymmetric(150, 0.03, 4, complex_=True),
+        badly_scaled(150, 5),
     ],
-    ids=["lap2d", "random", "complex", "pivoting", "complex-pivoting"],
+    ids=["lap2d", "random", "complex", "pivoting", "complex-pivoting", "badly-scaled"],
 )
 def test_small_problems_take_the_path_and_meet_the_tolerance(A, monkeypatch):
     seen = spy_on_path(monkeypatch)
@@ -284,3 +295,14 @@ def test_shared_matrices_solve_to_the_tolerance(name):
     x = simplicial.solve(C, b)
     if x is not None:
         assert backward_error(C, x, b).max() <= 1e-12
+
+
+@pytest.mark.parametrize("name", ["bayer10", "nnc1374"])
+def test_badly_scaled_shared_matrices_take_the_path(name):
+    """Their unscaled ‖A‖‖x‖/‖b‖ passes the growth limit (bayer10's entries span 15
+    orders); the equilibrated one does not, and the path keeps them."""
+    C = canonical_csc(load_shared(name))
+    b = np.ones(C.shape[0])
+    x = simplicial.solve(C, b)
+    assert x is not None
+    assert backward_error(C, x, b).max() <= 1e-12
