@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from . import _symbolic
+from .clusters import cluster_supernodes
 from .errors import OptionError, PastixError
 from .kinds import KINDS
 from .matrix import canonical_csc, compact_index, matrix_symmetry, symmetric_pattern
@@ -174,6 +175,7 @@ def analyze(
     amalgamation=True,
     split="auto",
     reorder=None,
+    clusters=None,
     pairs=None,
     threads=None,
 ):
@@ -212,6 +214,13 @@ def analyze(
         fill does not grow. Default: on for the ordering methods when the
         factorization takes at least :data:`REORDER_MIN_FLOPS`, off for a
         permutation array, which is then kept as given (up to postorder).
+    clusters : (int, int), optional
+        Cut every separator (fundamental supernode) wider than ``max`` into compact
+        clusters of about ``min`` to ``max`` unknowns, each numbered consecutively and a
+        cblk of its own: the tiles block low-rank compression needs (see
+        :mod:`pastixpy.clusters`; :data:`pastixpy.clusters.CLUSTER_SIZE` is the usual
+        choice). The fill and flops do not change. Default None: panels as ``split``
+        cuts them.
     pairs : (m, 2) int array, optional
         Coupled unknowns to keep in one cblk, next to each other, so the
         numeric phase can pivot on them as a 2x2 block (symmetric indefinite
@@ -229,7 +238,8 @@ def analyze(
         included, before amalgamation), ``nnz_L_stored`` (entries stored,
         padding included), ``flops`` (LLᵀ), ``n_cblk``, ``n_blok``,
         ``tree_height`` (cblk tree), ``etree_height``, ``n_separators``,
-        ``n_ordered`` (vertices after graph compression), ``ordering_candidates``
+        ``n_ordered`` (vertices after graph compression), ``n_clusters`` (with
+        ``clusters``: the clusters made, 0 otherwise), ``ordering_candidates``
         (each METIS run compared: its parameters and the flops of its ordering,
         before the reordering inside supernodes), ``amalgamation_zeros``,
         ``memory_bytes`` (factor storage of this kind in float64),
@@ -305,6 +315,10 @@ def analyze(
         if pairs is not None:
             together = _pair_seconds(tree.iperm, pairs)  # pairs moved with their supernode
     lap("reordering")
+    made = np.empty(0, dtype=np.int64)
+    if clusters is not None:
+        tree, fcol, made = cluster_supernodes(xadj, adjncy, tree, fcol, clusters, together)
+        lap("clustering")
     fcol = split_partition(fcol, split, together)
     symbol = block_symbol(xadj, adjncy, tree, fcol)
     lap("blocks")
@@ -326,6 +340,7 @@ def analyze(
         "etree_height": int(etree_depth.max()),
         "n_separators": int(tree.sep_ptr.size - 1),
         "n_ordered": ordered.n_ordered,
+        "n_clusters": int(made.size),
         "amalgamation_zeros": int(n_zeros),
         "n_pairs": 0 if pairs is None else int(pairs.shape[0]),
         "kind": kind,
