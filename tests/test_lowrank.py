@@ -27,6 +27,11 @@ def eps(dtype):
     return float(np.finfo(dtype).eps)
 
 
+def real_dtype(dtype):
+    """The real type of ``dtype``'s precision."""
+    return np.finfo(dtype).dtype
+
+
 def is_complex(dtype):
     return np.dtype(dtype).kind == "c"
 
@@ -165,6 +170,21 @@ def test_decaying_spectrum_ranks_near_optimal(method, dtype):
         low, high = rank_bounds(A, tol, method)
         r = compress(A, tol, method)
         assert low <= r <= high, (rel, r, low, high)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("method", METHODS)
+def test_repeated_and_zero_columns(method, dtype):
+    """Columns repeated, rescaled and zero: the pivoted QR's norm downdates cancel
+    exactly (recomputed, ending its blocks early), and ranks cross its block size."""
+    rng = np.random.default_rng(13)
+    B = tile(rng, 90, 45, 45, dtype, spectrum=0.85 ** np.arange(45))
+    A = B[:, rng.integers(0, 45, 130)] * rng.uniform(0.5, 2, 130).astype(real_dtype(dtype))
+    A[:, ::7] = 0
+    for rel in (1e-2, 1e-4):
+        tol = rel * np.linalg.norm(wide(A))
+        low, high = rank_bounds(A, tol, method)
+        assert low <= compress(A, tol, method) <= high
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -5,10 +5,10 @@ from scipy.linalg.cython_blas cimport (cgemm, cgemv, cherk, ctrsm, ctrsv, dgemm,
                                        dnrm2, dsyrk, dtrsm, dtrsv, dznrm2, scnrm2, sgemm,
                                        sgemv, snrm2, ssyrk, strsm, strsv, zgemm, zgemv,
                                        zherk, ztrsm, ztrsv)
-from scipy.linalg.cython_lapack cimport (cgeqrf, cgesvd, clarf, clarfg, cpotrf, cungqr,
-                                         dgeqrf, dgesvd, dlarf, dlarfg, dorgqr, dpotrf,
-                                         sgeqrf, sgesvd, slarf, slarfg, sorgqr, spotrf,
-                                         zgeqrf, zgesvd, zlarf, zlarfg, zpotrf, zungqr)
+from scipy.linalg.cython_lapack cimport (cgeqrf, cgesvd, clarfg, cpotrf, cungqr, dgeqrf,
+                                         dgesvd, dlarfg, dorgqr, dpotrf, sgeqrf, sgesvd,
+                                         slarfg, sorgqr, spotrf, zgeqrf, zgesvd, zlarfg,
+                                         zpotrf, zungqr)
 
 
 cdef inline void gemm(char ta, char tb, int m, int n, int k, scalar alpha, scalar* a, int lda,
@@ -235,23 +235,6 @@ cdef inline void larfg(int n, scalar* alpha, scalar* x, int incx, scalar* tau) n
         clarfg(&n, alpha, x, &incx, tau)
     else:
         zlarfg(&n, alpha, x, &incx, tau)
-
-
-cdef inline void larf_left(int m, int n, scalar* v, scalar tau, scalar* c, int ldc,
-                           scalar* work) noexcept nogil:
-    """C ← (I - tau v vᴴ) C, C m x n, v of m entries with v₀ stored (work: n entries)."""
-    cdef char side = c'L'
-    cdef int one = 1
-    if m <= 0 or n <= 0:
-        return
-    if scalar is float:
-        slarf(&side, &m, &n, v, &one, &tau, c, &ldc, work)
-    elif scalar is double:
-        dlarf(&side, &m, &n, v, &one, &tau, c, &ldc, work)
-    elif scalar is cfloat:
-        clarf(&side, &m, &n, v, &one, &tau, c, &ldc, work)
-    else:
-        zlarf(&side, &m, &n, v, &one, &tau, c, &ldc, work)
 
 
 cdef inline int geqrf(int m, int n, scalar* a, int lda, scalar* tau, scalar* work,

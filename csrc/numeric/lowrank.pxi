@@ -51,6 +51,11 @@ cdef enum:
     LR_NOCONV = -3
 
 cdef enum:
+    # Pivoted QR: steps per block, whose reflectors reach the trailing matrix in one
+    # gemm (LAPACK's xGEQP3 takes 32 as well).
+    LR_QR_BLOCK = 32
+
+cdef enum:
     # Randomized: test vectors drawn per block. Each block costs one pass over the
     # residual, and the last one overshoots by up to this many columns before its
     # truncation (below), so small blocks waste little and large ones pass less often.
@@ -173,44 +178,50 @@ cdef int lr_rrqr(int m, int n, scalar* a, int lda, double tol, int max_rank,
 
     A P = Q R; after r steps the residual A - Q_r R_r Pᵀ is Q [0; R₂₂] Pᵀ, whose norm is
     the trailing matrix's: the factorization stops at the first r where ‖R₂₂‖_F ≤ tol.
-    U = Q[:, :r] (formed), Vᴴ = R[:r, :] Pᵀ. Unblocked (BLAS-2): one reflector per step
-    applied to the trailing columns, as LAPACK's xLAQP2, whose norm downdating it uses.
+    U = Q[:, :r] (formed), Vᴴ = R[:r, :] Pᵀ. Blocked as LAPACK's xLAQPS (rrqr_block):
+    each step updates only its pivot column and row, and the trailing matrix takes a
+    block's reflectors at once (one gemm), the column norms downdated from the rows.
     """
     cdef int kmax = min(m, n), lwork, r, rq
     cdef scalar q = 0
-    cdef size_t s_w, s_tau, s_work, s_norms, s_jpvt
+    cdef size_t s_w, s_f, s_tau, s_aux, s_work, s_norms
     cdef char* base
     if kmax <= 0:
         return 0
     max_rank = clamp_rank(m, n, max_rank)
-    # Workspace: forming U (ungqr) or one reflector's application (larf: n entries).
     rq = max(max_rank, 1)
     ungqr(m, rq, rq, u, max(ldu, m), &q, &q, -1)
-    lwork = max(query_size(q), n)
+    lwork = query_size(q)
     s_w = aligned(<size_t>m * n * sizeof(scalar))
+    s_f = aligned(<size_t>n * LR_QR_BLOCK * sizeof(scalar))
     s_tau = aligned(<size_t>kmax * sizeof(scalar))
+    s_aux = aligned(<size_t>LR_QR_BLOCK * sizeof(scalar))
     s_work = aligned(<size_t>lwork * sizeof(scalar))
     s_norms = aligned(2 * <size_t>n * sizeof(double))
-    s_jpvt = aligned(<size_t>n * sizeof(int))
-    base = <char*>malloc(s_w + s_tau + s_work + s_norms + s_jpvt)
+    base = <char*>malloc(s_w + s_f + s_tau + s_aux + s_work + s_norms
+                         + 2 * <size_t>n * sizeof(int))
     if base == NULL:
         return LR_NOMEM
     r = rrqr_in(m, n, a, lda, tol, max_rank, u, ldu, v, ldv, <scalar*>base,
-                <scalar*>(base + s_w), <scalar*>(base + s_w + s_tau), lwork,
-                <double*>(base + s_w + s_tau + s_work),
-                <int*>(base + s_w + s_tau + s_work + s_norms))
+                <scalar*>(base + s_w),
+                <scalar*>(base + s_w + s_f),
+                <scalar*>(base + s_w + s_f + s_tau),
+                <scalar*>(base + s_w + s_f + s_tau + s_aux), lwork,
+                <double*>(base + s_w + s_f + s_tau + s_aux + s_work),
+                <int*>(base + s_w + s_f + s_tau + s_aux + s_work + s_norms))
     free(base)
     return r
 
 
 cdef int rrqr_in(int m, int n, scalar* a, int lda, double tol, int max_rank, scalar* u,
-                 int ldu, scalar* v, int ldv, scalar* w, scalar* tau, scalar* work, int lwork,
-                 double* vn1, int* jpvt) noexcept nogil:
-    # vn1[j]: norm of column j's rows k: (downdated); vn2[j]: its last exact value.
+                 int ldu, scalar* v, int ldv, scalar* w, scalar* f, scalar* tau, scalar* aux,
+                 scalar* work, int lwork, double* vn1, int* jpvt) noexcept nogil:
+    # vn1[j]: norm of column j's trailing rows (downdated); vn2[j]: its last exact value.
+    # stale: the columns whose downdate cancelled, recomputed at the block's end.
     cdef double* vn2 = vn1 + n
-    cdef int kmax = min(m, n), k, j, p, i, r
-    cdef double tol2 = tol * tol, tol3z = sqrt(unit_roundoff(a)), est, exact, t, t2, c
-    cdef scalar akk
+    cdef int* stale = jpvt + n
+    cdef int kmax = min(m, n), k, j, i, r, nstale = 0
+    cdef double tol2 = tol * tol, est, exact, c
     cdef scalar* col
     copy_tile(m, n, a, lda, w, m)
     for j in range(n):
@@ -219,10 +230,11 @@ cdef int rrqr_in(int m, int n, scalar* a, int lda, double tol, int max_rank, sca
         vn2[j] = vn1[j]
     k = 0
     while k < kmax:
-        # The trailing matrix's norm is the residual's. The downdated column norms only
-        # estimate it: a stop they suggest is confirmed on the matrix itself, whose exact
-        # column norms then replace the estimates. The margin 2 also confirms estimates
-        # a little above the truth, which would otherwise cost a step too many.
+        # The trailing matrix is up to date here, and its norm is the residual's. The
+        # downdated column norms only estimate it: a stop they suggest is confirmed on
+        # the matrix itself, whose exact column norms then replace the estimates. The
+        # margin 2 also confirms estimates a little above the truth, which would
+        # otherwise cost a step too many.
         est = 0
         for j in range(k, n):
             est += vn1[j] * vn1[j]
@@ -237,38 +249,12 @@ cdef int rrqr_in(int m, int n, scalar* a, int lda, double tol, int max_rank, sca
                 break
         if k >= max_rank:
             return LR_TOO_LARGE
-        p = k
-        for j in range(k + 1, n):
-            if vn1[j] > vn1[p]:
-                p = j
-        if p != k:
-            for i in range(m):
-                swap(&w[i + <int64_t>p * m], &w[i + <int64_t>k * m])
-            jpvt[p], jpvt[k] = jpvt[k], jpvt[p]
-            vn1[p] = vn1[k]
-            vn2[p] = vn2[k]
-        col = w + k + <int64_t>k * m
-        larfg(m - k, col, col + 1, 1, &tau[k])
-        if k + 1 < n:
-            # Hᴴ from the left (LAPACK's xGEQR2 convention: Q = H₁ H₂ …, built by ungqr).
-            akk = col[0]
-            col[0] = 1
-            larf_left(m - k, n - k - 1, col, cj(tau[k], True), col + m, m, work)
-            col[0] = akk
-        # Row k leaves the trailing matrix: downdate the norms, and recompute one where
-        # the downdate cancelled (xLAQP2's test, Drmač and Bujanović 2008).
-        for j in range(k + 1, n):
-            if vn1[j] != 0:
-                t = mag(w[k + <int64_t>j * m]) / vn1[j]
-                t = max(0.0, (1 - t) * (1 + t))
-                t2 = t * (vn1[j] / vn2[j]) * (vn1[j] / vn2[j])
-                if t2 <= tol3z:
-                    c = nrm2(m - k - 1, w + k + 1 + <int64_t>j * m, 1)
-                    vn1[j] = c
-                    vn2[j] = c
-                else:
-                    vn1[j] *= sqrt(t)
-        k += 1
+        k += rrqr_block(m, n, k, min(LR_QR_BLOCK, kmax - k, max_rank - k), tol2, w, f, tau,
+                        aux, vn1, jpvt, stale, &nstale)
+        for i in range(nstale):
+            j = stale[i]
+            vn1[j] = nrm2(m - k, w + k + <int64_t>j * m, 1)
+            vn2[j] = vn1[j]
     r = k
     # Vᴴ = R[:r, :] Pᵀ: R's entry (i, j ≥ i) is Vᴴ's (i, jpvt[j]), so V's (jpvt[j], i).
     for i in range(r):
@@ -282,6 +268,85 @@ cdef int rrqr_in(int m, int n, scalar* a, int lda, double tol, int max_rank, sca
         if ungqr(m, r, r, u, ldu, tau, work, lwork) != 0:
             return LR_NOCONV  # an argument error: not reached with the sizes above
     return r
+
+
+cdef int rrqr_block(int m, int n, int k0, int nb, double tol2, scalar* w, scalar* f,
+                    scalar* tau, scalar* aux, double* vn1, int* jpvt, int* stale,
+                    int* nstale) noexcept nogil:
+    """Up to nb pivoted Householder steps from column k0 (LAPACK's xLAQPS); returns kb,
+    the steps done, the trailing matrix from k0 + kb then up to date.
+
+    With Y the block's reflectors so far (below the diagonal of W's columns k0:k) and F
+    built alongside, the trailing matrix is W - Y Fᴴ: a step updates only its pivot
+    column, before its reflector, and its row, which is final (R's). The block ends
+    early where the norm estimates fall to 2 tol² (the caller checks the exact norm on
+    the updated matrix), or where a downdate cancelled: those columns are listed in
+    ``stale[:nstale]``, their norms to be recomputed once the matrix is updated.
+    """
+    cdef double* vn2 = vn1 + n
+    cdef double tol3z = sqrt(unit_roundoff(w)), t, t2, est
+    cdef int k = k0, kk = 0, j, p, i
+    cdef scalar one = 1, mone = -1, zero = 0, akk, mtau
+    cdef scalar* col
+    cdef scalar* y = w + k0 + <int64_t>k0 * m  # Y's rows from k0; its rows from k: y + kk
+    nstale[0] = 0
+    while True:
+        p = k
+        for j in range(k + 1, n):
+            if vn1[j] > vn1[p]:
+                p = j
+        if p != k:
+            for i in range(m):
+                swap(&w[i + <int64_t>p * m], &w[i + <int64_t>k * m])
+            for i in range(kk):
+                swap(&f[p + <int64_t>i * n], &f[k + <int64_t>i * n])
+            jpvt[p], jpvt[k] = jpvt[k], jpvt[p]
+            vn1[p] = vn1[k]
+            vn2[p] = vn2[k]
+        col = w + k + <int64_t>k * m
+        # The pivot column takes the block's reflectors: W[k:, k] -= Y[k:, :] F[k, :]ᴴ.
+        gemm(c'N', c'C', m - k, 1, kk, mone, y + kk, m, f + k, n, one, col, m)
+        larfg(m - k, col, col + 1, 1, &tau[k])
+        akk = col[0]
+        col[0] = 1
+        if k + 1 < n:
+            # F[k+1:, kk] = tau (W[k:, k+1:]ᴴ v - F[k+1:, :kk] Y[k:, :]ᴴ v), the trailing
+            # matrix being W - Y Fᴴ; this step's Hᴴ = I - conj(tau) v vᴴ is then in it.
+            mtau = -tau[k]
+            gemv(c'C', m - k, kk, mtau, y + kk, m, col, zero, aux)
+            gemv(c'C', m - k, n - k - 1, tau[k], col + m, m, col, zero,
+                 f + k + 1 + <int64_t>kk * n)
+            gemv(c'N', n - k - 1, kk, one, f + k + 1, n, aux, one,
+                 f + k + 1 + <int64_t>kk * n)
+            # Row k becomes R's: W[k, k+1:] -= Y[k, :kk+1] F[k+1:, :kk+1]ᴴ (Y[k, kk] = 1).
+            gemm(c'N', c'C', 1, n - k - 1, kk + 1, mone, y + kk, m, f + k + 1, n, one,
+                 col + m, m)
+        col[0] = akk
+        # Row k leaves the trailing matrix: downdate the norms (xLAQP2's rule, Drmač and
+        # Bujanović 2008); where it cancelled, the norm must be recomputed, on rows not
+        # updated yet: the block stops here.
+        for j in range(k + 1, n):
+            if vn1[j] != 0:
+                t = mag(w[k + <int64_t>j * m]) / vn1[j]
+                t = max(0.0, (1 - t) * (1 + t))
+                t2 = t * (vn1[j] / vn2[j]) * (vn1[j] / vn2[j])
+                if t2 <= tol3z:
+                    stale[nstale[0]] = j
+                    nstale[0] += 1
+                else:
+                    vn1[j] *= sqrt(t)
+        k += 1
+        kk += 1
+        if kk == nb or nstale[0] > 0:
+            break
+        est = 0
+        for j in range(k, n):
+            est += vn1[j] * vn1[j]
+        if est <= 2 * tol2:
+            break
+    # The block's reflectors, at once, into the rows below it: W[k:, k:] -= Y[k:, :] F[k:, :]ᴴ.
+    gemm(c'N', c'C', m - k, n - k, kk, mone, y + kk, m, f + k, n, one, w + k + <int64_t>k * m, m)
+    return kk
 
 
 # ------------------------------------------------------------------------ truncated SVD
