@@ -7,8 +7,8 @@
 #   - tol is absolute: the result satisfies ‖A - U Vᴴ‖_F ≤ tol up to rounding (the
 #     caller scales it by a norm of A, or of the whole matrix, as its strategy wants);
 #   - U has orthonormal columns and V = Aᴴ U (up to rounding), whatever the method. The
-#     truncated SVD thus gives U = U_r and V = V_r Σ_r. An orthonormal U makes
-#     ‖U Vᴴ‖_F = ‖V‖_F, and lets the recompression take the sum's factors as they are;
+#     truncated SVD thus gives U = U_r and V = V_r Σ_r. One convention for all methods
+#     lets a caller switch methods freely, and an orthonormal U makes ‖U Vᴴ‖_F = ‖V‖_F;
 #   - a kernel returns the rank r ≥ 0 it wrote into U[:, :r] and V[:, :r], which the
 #     caller sized for clamp_rank(m, n, max_rank) columns (max_rank < 0: no limit beyond
 #     min(m, n)); LR_TOO_LARGE when the tolerance needs a rank above max_rank (the tile
@@ -56,9 +56,10 @@ cdef enum:
     LR_QR_BLOCK = 32
 
 cdef enum:
-    # Randomized: test vectors drawn per block. Each block costs one pass over the
-    # residual, and the last one overshoots by up to this many columns before its
-    # truncation (below), so small blocks waste little and large ones pass less often.
+    # Randomized: test vectors drawn per block. Each block costs 1 + 2 power passes
+    # over the residual and a deflation, and the basis overshoots the rank by up to a
+    # block before its final truncation: small blocks waste little work, large ones
+    # make fewer passes.
     LR_BLOCK = 16
 
 cdef double TWO_PI = 6.283185307179586
@@ -344,8 +345,9 @@ cdef int rrqr_block(int m, int n, int k0, int nb, double tol2, scalar* w, scalar
             est += vn1[j] * vn1[j]
         if est <= 2 * tol2:
             break
-    # The block's reflectors, at once, into the rows below it: W[k:, k:] -= Y[k:, :] F[k:, :]ᴴ.
-    gemm(c'N', c'C', m - k, n - k, kk, mone, y + kk, m, f + k, n, one, w + k + <int64_t>k * m, m)
+    # The block's reflectors at once, into the rows below it: W[k:, k:] -= Y[k:] F[k:]ᴴ.
+    gemm(c'N', c'C', m - k, n - k, kk, mone, y + kk, m, f + k, n, one,
+         w + k + <int64_t>k * m, m)
     return kk
 
 
@@ -420,9 +422,9 @@ cdef int lr_randomized(int m, int n, scalar* a, int lda, double tol, int max_ran
     even where Y is numerically rank deficient. Once R is under tol, Q's span is
     truncated as a whole: with Qᴴ A = Ũ Σ Ṽᴴ, keeping Q Ũ[:, :j] leaves a residual of
     ‖R‖² + Σ_{i ≥ j} σ_i² (orthogonal parts), and the fewest j that keep it under tol²
-    are kept; U = Q Ũ[:, :j], V = Aᴴ U. The blocks reach up to one past max_rank, their
-    surplus giving the truncation its accuracy, so Q is held apart from U. ``seed``
-    fixes Ω.
+    are kept; U = Q Ũ[:, :j], V = Aᴴ U. Q may grow to a block past max_rank (the
+    surplus is what makes the truncation accurate), so it is held apart from U.
+    ``seed`` fixes Ω.
     """
     cdef int kmax = min(m, n), bmax, qcap, lwork, r
     cdef scalar q = 0
