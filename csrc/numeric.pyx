@@ -1,5 +1,6 @@
 # The numeric kernels of pastixpy (module pastixpy._numeric): supernodal factorization over
-# the block structure, the triangular solves, and the row helpers around them.
+# the block structure, the triangular solves, the row helpers around them, and the
+# low-rank compression of tiles.
 # cython: language_level=3
 #
 # One extension module, its source split by concern under csrc/numeric/, read in this
@@ -7,6 +8,8 @@
 #
 #   scalars.pxi    scalar types (the four precisions as one fused type), magnitudes
 #   blas.pxi       BLAS/LAPACK through scipy's Cython bindings, loops for tiny operands
+#   lowrank.pxi    low-rank compression of a tile, A ≈ U Vᴴ at an absolute tolerance
+#                  (pivoted QR, truncated SVD, randomized), recompression of a sum
 #   structure.pxi  the block structure, the per-cblk storage descriptors (Storage) and
 #                  what the factorization kind decides (Ops), as typed structs
 #   diagonal.pxi   the factorization of one diagonal block: potrf, Bunch-Kaufman, LU
@@ -20,6 +23,7 @@
 
 include "numeric/scalars.pxi"
 include "numeric/blas.pxi"
+include "numeric/lowrank.pxi"
 include "numeric/structure.pxi"
 include "numeric/diagonal.pxi"
 include "numeric/updates.pxi"

@@ -2,9 +2,13 @@
 # for a BLAS call's fixed cost.
 
 from scipy.linalg.cython_blas cimport (cgemm, cgemv, cherk, ctrsm, ctrsv, dgemm, dgemv,
-                                       dsyrk, dtrsm, dtrsv, sgemm, sgemv, ssyrk, strsm,
-                                       strsv, zgemm, zgemv, zherk, ztrsm, ztrsv)
-from scipy.linalg.cython_lapack cimport cpotrf, dpotrf, spotrf, zpotrf
+                                       dnrm2, dsyrk, dtrsm, dtrsv, dznrm2, scnrm2, sgemm,
+                                       sgemv, snrm2, ssyrk, strsm, strsv, zgemm, zgemv,
+                                       zherk, ztrsm, ztrsv)
+from scipy.linalg.cython_lapack cimport (cgeqrf, cgesvd, clarfg, cpotrf, cungqr, dgeqrf,
+                                         dgesvd, dlarfg, dorgqr, dpotrf, sgeqrf, sgesvd,
+                                         slarfg, sorgqr, spotrf, zgeqrf, zgesvd, zlarfg,
+                                         zpotrf, zungqr)
 
 
 cdef inline void gemm(char ta, char tb, int m, int n, int k, scalar alpha, scalar* a, int lda,
@@ -191,4 +195,101 @@ cdef inline int potrf(int n, scalar* a, int lda) noexcept nogil:
         cpotrf(&uplo, &n, a, &lda, &info)
     else:
         zpotrf(&uplo, &n, a, &lda, &info)
+    return info
+
+
+# Householder QR and the SVD, for the low-rank compression kernels (lowrank.pxi). A
+# LAPACK call with ``lwork = -1`` is a workspace query: the size it wants comes back in
+# ``work[0]`` (read it with ``query_size``).
+
+cdef inline int query_size(scalar w) noexcept nogil:
+    """The workspace size a LAPACK query returned in ``w`` (a real number in a scalar)."""
+    if scalar is float or scalar is double:
+        return <int>w + 1
+    else:
+        return <int>w.real + 1
+
+
+cdef inline double nrm2(int n, scalar* x, int incx) noexcept nogil:
+    """‖x‖₂ of n entries at stride incx (scaled by BLAS: no overflow for large entries)."""
+    if n <= 0:
+        return 0
+    if scalar is float:
+        return snrm2(&n, x, &incx)
+    elif scalar is double:
+        return dnrm2(&n, x, &incx)
+    elif scalar is cfloat:
+        return scnrm2(&n, x, &incx)
+    else:
+        return dznrm2(&n, x, &incx)
+
+
+cdef inline void larfg(int n, scalar* alpha, scalar* x, int incx, scalar* tau) noexcept nogil:
+    """A reflector H = I - tau v vᴴ with Hᴴ (alpha; x) = (beta; 0), beta real; v's tail
+    overwrites x (v₀ = 1 implied), beta overwrites alpha."""
+    if scalar is float:
+        slarfg(&n, alpha, x, &incx, tau)
+    elif scalar is double:
+        dlarfg(&n, alpha, x, &incx, tau)
+    elif scalar is cfloat:
+        clarfg(&n, alpha, x, &incx, tau)
+    else:
+        zlarfg(&n, alpha, x, &incx, tau)
+
+
+cdef inline int geqrf(int m, int n, scalar* a, int lda, scalar* tau, scalar* work,
+                      int lwork) noexcept nogil:
+    """Householder QR in place (R above the diagonal, reflectors below, as LAPACK)."""
+    cdef int info = 0
+    if scalar is float:
+        sgeqrf(&m, &n, a, &lda, tau, work, &lwork, &info)
+    elif scalar is double:
+        dgeqrf(&m, &n, a, &lda, tau, work, &lwork, &info)
+    elif scalar is cfloat:
+        cgeqrf(&m, &n, a, &lda, tau, work, &lwork, &info)
+    else:
+        zgeqrf(&m, &n, a, &lda, tau, work, &lwork, &info)
+    return info
+
+
+cdef inline int ungqr(int m, int n, int k, scalar* a, int lda, scalar* tau, scalar* work,
+                      int lwork) noexcept nogil:
+    """The first n columns of Q = H₁…H_k, in place over the k reflectors (orgqr if real)."""
+    cdef int info = 0
+    if scalar is float:
+        sorgqr(&m, &n, &k, a, &lda, tau, work, &lwork, &info)
+    elif scalar is double:
+        dorgqr(&m, &n, &k, a, &lda, tau, work, &lwork, &info)
+    elif scalar is cfloat:
+        cungqr(&m, &n, &k, a, &lda, tau, work, &lwork, &info)
+    else:
+        zungqr(&m, &n, &k, a, &lda, tau, work, &lwork, &info)
+    return info
+
+
+cdef inline int gesvd(char jobu, char jobvt, int m, int n, scalar* a, int lda, double* s,
+                      scalar* u, int ldu, scalar* vt, int ldvt, scalar* work, int lwork,
+                      double* rwork) noexcept nogil:
+    """A = U Σ Vᴴ (LAPACK's gesvd, A overwritten); the singular values come back in
+    ``s`` as doubles whatever the precision (min(m, n) of them); ``rwork``: 5 min(m, n)
+    doubles, complex types only. A query (``lwork = -1``) leaves ``s`` alone."""
+    cdef int info = 0, i, k = min(m, n)
+    cdef float* sf = <float*>s
+    cdef float t
+    if scalar is float:
+        sgesvd(&jobu, &jobvt, &m, &n, a, &lda, sf, u, &ldu, vt, &ldvt, work, &lwork, &info)
+    elif scalar is double:
+        dgesvd(&jobu, &jobvt, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work, &lwork, &info)
+    elif scalar is cfloat:
+        cgesvd(&jobu, &jobvt, &m, &n, a, &lda, sf, u, &ldu, vt, &ldvt, work, &lwork,
+               <float*>rwork, &info)
+    else:
+        zgesvd(&jobu, &jobvt, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work, &lwork, rwork,
+               &info)
+    if (scalar is float or scalar is cfloat) and lwork != -1:
+        # Widened in place from the last: double i covers floats 2i and 2i + 1, never a
+        # float still to be read (those are below i).
+        for i in range(k - 1, -1, -1):
+            t = sf[i]
+            s[i] = t
     return info
