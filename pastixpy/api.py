@@ -415,9 +415,9 @@ def factorize(
         At most this many threads for the numeric factorization and its solves, each
         running single-threaded BLAS (``1``: the calling thread alone); default: all
         the cores this process may use. Factorizations under 10⁸ flops
-        (:data:`pastixpy.numeric.PARALLEL_MIN_FLOPS`) run on the calling thread with
-        the BLAS limited to ``threads``: more threads cost more than they save there
-        (``stats["threads"]`` says how many ran). The analysis runs its METIS
+        (:data:`pastixpy.numeric.PARALLEL_MIN_FLOPS`) and their solves run on the calling
+        thread, the BLAS on one thread, whatever is asked: more threads cost more than
+        they save there (``stats["threads"]`` says how many ran). The analysis runs its METIS
         orderings (one per ``ufactor``) on as many cores.
     progress : callable, optional
         ``progress(fraction)`` is called as the factorization advances.

@@ -26,9 +26,9 @@ import scipy.sparse as sp
 from .errors import OptionError
 from .symbolic import _fundamental_joins, elimination_tree
 
-#: Clusters of about 160 to 320 unknowns: PaStiX's measurements put the best
-#: compression-to-overhead balance there (a tile smaller than that costs more in its
-#: BLAS calls than its compression saves).
+#: Clusters of about 160 to 320 unknowns, the sizes of PaStiX's block low-rank
+#: clustering: a tile much narrower costs more in BLAS calls on small factors than its
+#: compression saves (PaStiX compresses no cblk under 128 columns).
 CLUSTER_SIZE = (160, 320)
 
 

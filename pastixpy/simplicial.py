@@ -45,6 +45,7 @@ from ._amd import amd_order
 from ._graph import column_intersection_adjacency
 from .matrix import symmetric_pattern
 from .options import Options
+from .preprocess import equilibrate
 from .solve import SINGULAR_GROWTH, default_tol
 
 #: Matrices of at most this many unknowns are considered for the simplicial path;
@@ -157,18 +158,13 @@ def factor(C, ordering="auto"):
 
 
 def scaled_growth(C, x, B):
-    """‖D_r A D_c‖∞ ‖D_c⁻¹ x‖ / ‖D_r b‖ per column, D_r and D_c one pass of row then
-    column max-scaling: the growth criterion of the pipeline (``solve.SINGULAR_GROWTH``)
-    measured on an equilibrated system, so that bad scaling alone does not count
+    """‖D_r A D_c‖∞ ‖D_c⁻¹ x‖ / ‖D_r b‖ per column, D_r and D_c the pipeline's Ruiz
+    equilibration: its growth criterion (``solve.SINGULAR_GROWTH``) measured on an
+    equilibrated system as it measures it, so that bad scaling alone does not count
     (bayer10's entries span 15 orders: its unscaled ‖A‖‖x‖/‖b‖ is 4.5e15, its scaled
     one 1e4). Only asked when the unscaled growth is past the limit."""
-    M = abs(C)
-    rows = M.max(axis=1).toarray().ravel()
-    dr = np.divide(1.0, rows, out=np.ones_like(rows), where=rows > 0)
-    M = sp.diags_array(dr) @ M
-    cols = M.max(axis=0).toarray().ravel()
-    dc = np.divide(1.0, cols, out=np.ones_like(cols), where=cols > 0)
-    norm = (M @ sp.diags_array(dc)).sum(axis=1).max()
+    dr, dc = equilibrate(C, symmetric=False)
+    norm = (sp.diags_array(dr) @ abs(C) @ sp.diags_array(dc)).sum(axis=1).max()
     with np.errstate(divide="ignore", invalid="ignore"):
         return norm * np.abs(x / dc[:, None]).max(axis=0) / np.abs(dr[:, None] * B).max(axis=0)
 
