@@ -162,7 +162,7 @@ def scaled_growth(C, x, B):
     equilibration: its growth criterion (``solve.SINGULAR_GROWTH``) measured on an
     equilibrated system as it measures it, so that bad scaling alone does not count
     (bayer10's entries span 15 orders: its unscaled ‖A‖‖x‖/‖b‖ is 4.5e15, its scaled
-    one 1e4). Only asked when the unscaled growth is past the limit."""
+    one 8e5). Only asked when the unscaled growth is past the limit."""
     dr, dc = equilibrate(C, symmetric=False)
     norm = (sp.diags_array(dr) @ abs(C) @ sp.diags_array(dc)).sum(axis=1).max()
     with np.errstate(divide="ignore", invalid="ignore"):
