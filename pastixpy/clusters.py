@@ -24,7 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .errors import OptionError
-from .symbolic import _fundamental_joins, elimination_tree
+from .symbolic import elimination_tree, fundamental_joins
 
 #: Clusters of about 160 to 320 unknowns, the sizes of PaStiX's block low-rank
 #: clustering: a tile much narrower costs more in BLAS calls on small factors than its
@@ -79,7 +79,7 @@ def cluster_supernodes(xadj, adjncy, tree, fcol, size=CLUSTER_SIZE, together=Non
 
     smin, smax = check_cluster_size(size)
     n = xadj.shape[0] - 1
-    starts = np.append(np.flatnonzero(~_fundamental_joins(tree)), n).astype(np.int64)
+    starts = np.append(np.flatnonzero(~fundamental_joins(tree)), n).astype(np.int64)
     wide = np.flatnonzero(np.diff(starts) > smax)
     if together is not None:
         wide = [k for k in wide if not together[starts[k] + 1 : starts[k + 1]].any()]

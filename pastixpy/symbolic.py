@@ -179,7 +179,7 @@ def supernode_partition(tree, *, amalgamation=True, together=None):
     """
     parent, colcount = tree.parent, tree.colcount
     n = parent.shape[0]
-    joins = _fundamental_joins(tree)
+    joins = fundamental_joins(tree)
     rules = amalgamation_parameters(amalgamation)
     if rules is not None:
         joins |= _relaxed_subtrees(parent, rules["subtree"])
@@ -201,7 +201,7 @@ def supernode_partition(tree, *, amalgamation=True, together=None):
     return sptr, n_zeros
 
 
-def _fundamental_joins(tree):
+def fundamental_joins(tree):
     """``joins[j]``: column j is in column j - 1's fundamental supernode.
 
     That is when j - 1's parent is j, j has no other child, and the structure
@@ -276,7 +276,7 @@ def reorder_supernodes(xadj, adjncy, tree, fcol, together=None):
     unit = np.arange(n, dtype=np.int64)
     if together is not None:
         unit[together] -= 1
-    fund = np.cumsum(~_fundamental_joins(tree)) - 1
+    fund = np.cumsum(~fundamental_joins(tree)) - 1
     pinned = np.zeros(fund[-1] + 1, dtype=bool)
     if together is not None:
         # A pair across two fundamental supernodes pins both.

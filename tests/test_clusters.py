@@ -12,12 +12,12 @@ from pastixpy.clusters import CLUSTER_SIZE, check_cluster_size, cluster_supernod
 from pastixpy.errors import OptionError
 from pastixpy.gallery import elasticity3d, laplacian, saddle_point
 from pastixpy.matrix import canonical_csc, symmetric_pattern
-from pastixpy.symbolic import _fundamental_joins
+from pastixpy.symbolic import fundamental_joins
 
 
 def _supernode_starts(tree):
     n = tree.parent.shape[0]
-    return np.append(np.flatnonzero(~_fundamental_joins(tree)), n)
+    return np.append(np.flatnonzero(~fundamental_joins(tree)), n)
 
 
 def _clustered(A):
