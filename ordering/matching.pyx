@@ -103,7 +103,7 @@ cdef void _costs(i64 n, const i64* ap, const i64* ai, const double* mag, bint us
             cost[k] = cost[k] + zcost if use_zeros else INFINITY
 
 
-cdef i64 _initial_matching(i64 n, const i64* ap, const i64* ai, const double* cost,
+cdef i64 _initial_matching(i64 m, i64 n, const i64* ap, const i64* ai, const double* cost,
                            double* u, double* v, i64* rmatch, i64* cmatch, i64* wk1,
                            i64* wk2) noexcept nogil:
     # MC64's cheap start: u_i = min_j c_ij, v_j = min_i (c_ij - u_i), so every reduced cost
@@ -111,9 +111,9 @@ cdef i64 _initial_matching(i64 n, const i64* ap, const i64* ai, const double* co
     # (a matched column moves to another free row of zero reduced cost).  Returns the size.
     cdef i64 i, j, k, k0, i0, jj, kk, kend, num = 0
     cdef double vj, r
-    cdef i64* kmin = wk1          # entry achieving u_i
+    cdef i64* kmin = wk1          # entry achieving u_i (m rows)
     cdef i64* scan = wk2          # next entry of column jj worth a one-step augmentation
-    for i in range(n):
+    for i in range(m):
         u[i] = INFINITY
         rmatch[i] = NONE
         kmin[i] = NONE
@@ -193,6 +193,35 @@ cdef i64 _initial_matching(i64 n, const i64* ap, const i64* ai, const double* co
     return num
 
 
+cdef void _column_minima_matching(i64 m, i64 n, const i64* ap, const i64* ai,
+                                 const double* cost, double* u, double* v, i64* rmatch,
+                                 i64* cmatch) noexcept nogil:
+    # The start of a rectangular problem (m > n rows), where rows may stay unmatched: their
+    # duals must stay <= 0 (0 where unmatched), so MC64's row minima cannot start u. With
+    # u = 0 and v_j = min_i c_ij every reduced cost is >= 0; each column takes the row of
+    # its minimum when that row is free (reduced cost 0).
+    cdef i64 i, j, k, k0
+    cdef double vj
+    for i in range(m):
+        u[i] = 0.0
+        rmatch[i] = NONE
+    for j in range(n):
+        cmatch[j] = NONE
+        v[j] = 0.0
+        vj = INFINITY
+        k0 = NONE
+        for k in range(ap[j], ap[j + 1]):
+            if cost[k] < vj:
+                vj = cost[k]
+                k0 = k
+        if k0 == NONE:
+            continue
+        v[j] = vj
+        if rmatch[ai[k0]] == NONE:
+            rmatch[ai[k0]] = j
+            cmatch[j] = k0
+
+
 cdef void _centre_duals(i64 n, const i64* ap, const i64* ai, const double* mag,
                         const double* cost, const i64* cmatch, double* u,
                         double* v) noexcept nogil:
@@ -219,31 +248,40 @@ cdef void _centre_duals(i64 n, const i64* ap, const i64* ai, const double* mag,
 
 # ---------------------------------------------------------------- shortest augmenting paths
 
-cdef int _mpm_core(i64 n, const i64* ap, const i64* ai, const double* mag, bint use_zeros,
-                   i64* row_of_col, double* u, double* v, i64* nfree) noexcept nogil:
+cdef int _mpm_core(i64 m, i64 n, const i64* ap, const i64* ai, const double* mag,
+                   bint use_zeros, bint perfect, i64* row_of_col, double* u, double* v,
+                   i64* nfree) noexcept nogil:
+    # m rows (u: m entries), n <= m columns (v, row_of_col: n entries). ``perfect``: every
+    # row is to be matched (m == n), and MC64's start applies; else rows may stay free,
+    # their duals stay <= 0, and every column that can be matched together with the
+    # others is (a column without an augmenting path keeps none, and later augmentations
+    # cannot give it one).
     cdef i64 nnz = ap[n]
     cdef double* cost = <double*> malloc((nnz + 1) * sizeof(double))
-    cdef double* d = <double*> malloc(n * sizeof(double))
-    cdef i64* ws = <i64*> malloc(9 * n * sizeof(i64))
+    cdef double* d = <double*> malloc(m * sizeof(double))
+    cdef i64* ws = <i64*> malloc((8 * m + n) * sizeof(i64))
     if cost == NULL or d == NULL or ws == NULL:
         free(cost)
         free(d)
         free(ws)
         return ST_NOMEM
     cdef i64* rmatch = ws            # column matched to row i, or NONE
-    cdef i64* cmatch = ws + n        # entry k matched in column j, or NONE
-    cdef i64* heap = ws + 2 * n
-    cdef i64* hpos = ws + 3 * n      # position of row i in heap, or NONE
-    cdef i64* pcol = ws + 4 * n      # the shortest path reaches row i from column pcol[i]
-    cdef i64* pent = ws + 5 * n      # ... through entry pent[i]
-    cdef i64* mark = ws + 6 * n      # j0 when row i is final in the search from j0; DEAD
-    cdef i64* touched = ws + 7 * n   # rows given a finite d in the current search
-    cdef i64* final = ws + 8 * n     # rows made final in the current search, in order
+    cdef i64* heap = ws + m
+    cdef i64* hpos = ws + 2 * m      # position of row i in heap, or NONE
+    cdef i64* pcol = ws + 3 * m      # the shortest path reaches row i from column pcol[i]
+    cdef i64* pent = ws + 4 * m      # ... through entry pent[i]
+    cdef i64* mark = ws + 5 * m      # j0 when row i is final in the search from j0; DEAD
+    cdef i64* touched = ws + 6 * m   # rows given a finite d in the current search
+    cdef i64* final = ws + 7 * m     # rows made final in the current search, in order
+    cdef i64* cmatch = ws + 8 * m    # entry k matched in column j, or NONE
     cdef i64 i, i2, j, j0, jj, k, size, ntouch, nfinal, isap, inext, t
     cdef double dmin, dnew, lsap, vj
     _costs(n, ap, ai, mag, use_zeros, cost)
-    _initial_matching(n, ap, ai, cost, u, v, rmatch, cmatch, heap, hpos)
-    for i in range(n):
+    if perfect:
+        _initial_matching(m, n, ap, ai, cost, u, v, rmatch, cmatch, heap, hpos)
+    else:
+        _column_minima_matching(m, n, ap, ai, cost, u, v, rmatch, cmatch)
+    for i in range(m):
         d[i] = INFINITY
         hpos[i] = NONE
         mark[i] = NONE
@@ -322,13 +360,13 @@ cdef int _mpm_core(i64 n, const i64* ap, const i64* ai, const double* mag, bint 
             d[i] = INFINITY
             hpos[i] = NONE
     nfree[0] = 0
-    for i in range(n):
+    for i in range(m):
         if u[i] == INFINITY:
             u[i] = 0.0        # a row without usable entries (the matrix is singular)
     for j in range(n):
         if cmatch[j] == NONE:
             nfree[0] += 1
-    if nfree[0] == 0:
+    if nfree[0] == 0 and perfect:
         _centre_duals(n, ap, ai, mag, cost, cmatch, u, v)
     for j in range(n):
         if cmatch[j] == NONE:
@@ -433,8 +471,8 @@ def max_product_matching(indptr, indices, data, Py_ssize_t n, bint use_zeros=Fal
     cdef i64 nfree = 0
     cdef int status
     with nogil:
-        status = _mpm_core(n, &ip[0], &ix[0], &mag[0], use_zeros, &rv[0], &uv[0], &vv[0],
-                           &nfree)
+        status = _mpm_core(n, n, &ip[0], &ix[0], &mag[0], use_zeros, True, &rv[0], &uv[0],
+                           &vv[0], &nfree)
     if status == ST_NOMEM:
         raise MemoryError("max_product_matching: cannot allocate the workspace")
     if nfree:
@@ -444,6 +482,68 @@ def max_product_matching(indptr, indices, data, Py_ssize_t n, bint use_zeros=Fal
             f"{nfree} of {n} columns stay unmatched in a maximum matching"
         )
     return row_a, u_a, v_a
+
+
+def max_product_column_matching(indptr, indices, data, Py_ssize_t m, Py_ssize_t n):
+    """Matching of every column of an m x n matrix (m >= n) that can be matched, to rows,
+    maximizing the product of the matched |entries| (the same shortest augmenting paths
+    as :func:`max_product_matching`, on a rectangular matrix).
+
+    Parameters
+    ----------
+    indptr, indices, data : arrays
+        CSC of the m x n matrix (as for :func:`max_product_matching`); explicit zeros are
+        not edges.
+    m, n : int
+        Rows and columns, ``m >= n``.
+
+    Returns
+    -------
+    row_of_col : ndarray of int64, shape (n,)
+        The row matched to each column, -1 where none is: the matched columns are as many
+        as a maximum matching has. When every column can be matched (a caller may first
+        keep the columns of a maximum matching), the product is the largest of all such
+        matchings.
+    """
+    if n < 0 or m < n:
+        raise ValueError(f"max_product_column_matching needs m >= n >= 0, got m={m}, n={n}")
+    cdef cnp.ndarray ip_a = np.ascontiguousarray(indptr, dtype=np.int64).ravel()
+    cdef cnp.ndarray ix_a = np.ascontiguousarray(indices, dtype=np.int64).ravel()
+    if ip_a.shape[0] != n + 1:
+        raise ValueError(f"indptr must have length n + 1 = {n + 1}, got {ip_a.shape[0]}")
+    if ip_a[0] != 0 or np.any(np.diff(ip_a) < 0) or ip_a[n] > ix_a.shape[0]:
+        raise ValueError("indptr must start at 0, be non-decreasing and fit in indices")
+    nnz = int(ip_a[n])
+    mag_a = np.abs(np.asarray(data).ravel()[:nnz]).astype(np.float64)
+    if mag_a.shape[0] != nnz:
+        raise ValueError(f"data must hold indptr[n] = {nnz} values, got {mag_a.shape[0]}")
+    if nnz > 0:
+        used = ix_a[:nnz]
+        if used.min() < 0 or used.max() >= m:
+            raise ValueError("indices out of range [0, m)")
+        if not np.isfinite(mag_a).all():
+            raise ValueError("data must be finite (no NaN or infinity)")
+    row_a = np.full(n, -1, dtype=np.int64)
+    if n == 0:
+        return row_a
+    if nnz == 0:
+        return row_a
+    u_a = np.zeros(m, dtype=np.float64)
+    v_a = np.zeros(n, dtype=np.float64)
+    cdef const i64[::1] ip = ip_a
+    cdef const i64[::1] ix = ix_a
+    cdef const double[::1] mag = mag_a
+    cdef i64[::1] rv = row_a
+    cdef double[::1] uv = u_a
+    cdef double[::1] vv = v_a
+    cdef i64 nfree = 0
+    cdef int status
+    with nogil:
+        status = _mpm_core(m, n, &ip[0], &ix[0], &mag[0], False, False, &rv[0], &uv[0],
+                           &vv[0], &nfree)
+    if status == ST_NOMEM:
+        raise MemoryError("max_product_column_matching: cannot allocate the workspace")
+    return row_a
 
 
 # ---------------------------------------------------------------- structural rank (MC21)

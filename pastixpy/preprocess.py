@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import maximum_bipartite_matching, min_weight_full_bipartite_matching
+from scipy.sparse.csgraph import maximum_bipartite_matching
 
+from ._matching import max_product_column_matching, maximum_matching_size, ruiz_scaling
 from ._matching import max_product_matching as _mc64_matching
-from ._matching import maximum_matching_size, ruiz_scaling
 from .errors import SingularMatrixError
 from .kinds import KINDS
 
@@ -198,7 +198,8 @@ def pivot_pairs(B, weak=1e-2):
     partner in the same cblk to form a 2x2 pivot with. On the equilibrated
     matrix (entries at most 1), the unknowns with ``|b_ii| < weak`` are matched
     to the others by a maximum-product bipartite matching of the couplings
-    ``|b_ij|`` (scipy's LAPJVsp, on ``-log|b_ij|``): as many weak unknowns as
+    ``|b_ij|`` (MC64's shortest augmenting paths on the rectangular weak-by-strong
+    block, :func:`pastixpy._matching.max_product_column_matching`): as many weak unknowns as
     can be paired at once are, with the strongest couplings that allow it. A
     greedy choice (each weak unknown its strongest free neighbour) leaves some
     unpaired whose neighbours it gave away (3 of 40 constraints of random KKT
@@ -253,11 +254,10 @@ def _matched_pairs(C, rows, cols):
     if not keep.size:
         return []
     S = S[keep]
-    # Costs 1 + log(max) - log|s_ij| > 0: the smallest sum is the largest product.
-    cost = S.copy()
-    cost.data = 1.0 + np.log(S.data.max()) - np.log(S.data)
-    r, c = min_weight_full_bipartite_matching(cost)
-    return [(int(i), int(j)) for i, j in zip(rows[keep[r]], cols[c], strict=True)]
+    # S's CSR arrays are the CSC of Sᵀ, whose columns are the rows to pair: MC64's
+    # shortest augmenting paths on that rectangular matrix, every column matched.
+    col_of_row = max_product_column_matching(S.indptr, S.indices, S.data, S.shape[1], keep.size)
+    return [(int(i), int(j)) for i, j in zip(rows[keep], cols[col_of_row], strict=True)]
 
 
 def preprocess(A, kind, matching=True, scaling=True, row_perm=None, pairs=None):

@@ -464,3 +464,46 @@ def test_maximum_matching_size_checks_its_input():
     with pytest.raises(ValueError, match="out of range"):
         maximum_matching_size(np.array([0, 1, 2]), np.array([0, 2]), 2)
     assert maximum_matching_size(np.array([0]), np.array([], dtype=np.int64), 0) == 0
+
+
+# ------------------------------------------------- rectangular: every column matched to a row
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    m=st.integers(1, 40),
+    frac=st.floats(0.05, 1.0),
+    density=st.floats(0.05, 0.6),
+    decades=st.integers(0, 6),
+    seed=st.integers(0, 10**6),
+)
+def test_column_matching_is_maximum_and_optimal(m, frac, density, decades, seed):
+    """As many columns as a maximum matching has; the largest product of |entries| (against
+    scipy's LAPJVsp) when all columns can be matched; rows never reused, no zero used."""
+    from pastixpy._matching import max_product_column_matching
+
+    rng = np.random.default_rng(seed)
+    n = max(1, int(frac * m))
+    A = sp.random_array((m, n), density=density, rng=rng, format="csc")
+    A.data = A.data * 10.0 ** rng.uniform(-decades, decades, A.nnz)
+    D = A.toarray()
+    rows = max_product_column_matching(A.indptr, A.indices, A.data, m, n)
+    size = int((maximum_bipartite_matching(sp.csr_array(A.T), perm_type="column") >= 0).sum())
+    got = np.flatnonzero(rows >= 0)
+    assert got.size == size
+    assert np.unique(rows[got]).size == got.size and np.all(D[rows[got], got] != 0)
+    if size == n:
+        T = sp.csr_array(A.T)
+        cost = T.copy()
+        cost.data = 1.0 + np.log(T.data.max()) - np.log(T.data)
+        r, c = min_weight_full_bipartite_matching(cost)
+        best = np.log(np.abs(D[c, r])).sum()
+        assert np.log(np.abs(D[rows, np.arange(n)])).sum() == pytest.approx(best, abs=1e-9)
+
+
+def test_column_matching_rejects_more_columns_than_rows():
+    from pastixpy._matching import max_product_column_matching
+
+    A = sp.random_array((3, 5), density=0.5, rng=0, format="csc")
+    with pytest.raises(ValueError, match="m >= n"):
+        max_product_column_matching(A.indptr, A.indices, A.data, 3, 5)
