@@ -95,11 +95,13 @@ def factorize_numeric(
         failing column in pivot order, whatever the number of threads.
     """
     dtype = np.dtype(B.dtype if dtype is None else dtype)
-    release_free_memory()
     # The factors and the copies of B's entries in assembly order, before any of them.
     copies = 2 if kind.two_factors else 1
     needed = (copies * layout.size + amap.src_l.size + amap.src_u.size) * dtype.itemsize
     if needed >= MEMORY_CHECK_MIN_BYTES:
+        # Trimming the heap takes longer than small factors take to allocate, and
+        # moves no peak that matters there.
+        release_free_memory()
         check_memory(needed, "the factors", memory_advice(kind, B.dtype, dtype))
     try:
         storage = _numeric.Storage(layout.structure, dtype, kind.two_factors)
