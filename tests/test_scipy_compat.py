@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import scipy.sparse.linalg as sla
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_numeric import backward_error
 
 import pastixpy
@@ -208,3 +210,42 @@ def test_singular_positive_semidefinite_and_b_outside_the_range():
         F.solve(np.ones(64))
     b = A @ np.random.default_rng(1).standard_normal(64)
     assert backward_error(A, F.solve(b), b).max() < 1e-12
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    n=st.integers(1, 25),
+    density=st.floats(0.05, 0.7),
+    structure=st.sampled_from(["general", "symmetric", "hermitian", "symmetric-pattern"]),
+    dtype=st.sampled_from([np.float32, np.float64, np.complex64, np.complex128]),
+    seed=st.integers(0, 10**6),
+)
+def test_transpose_asymmetry_against_the_transposed_matrix(n, density, structure, dtype, seed):
+    """The one-pass kernel behind symmetry_of, against C - Cᵀ and C - Cᴴ formed by scipy."""
+    from pastixpy._graph import transpose_asymmetry
+    from pastixpy.matrix import canonical_csc
+
+    rng = np.random.default_rng(seed)
+    A = sp.random_array((n, n), density=density, rng=rng, format="csc")
+    if np.dtype(dtype).kind == "c":
+        A = A + 1j * sp.random_array((n, n), density=density, rng=rng, format="csc")
+    if structure == "symmetric":
+        A = A + A.T
+    elif structure == "hermitian":
+        A = A + A.conj().T
+    elif structure == "symmetric-pattern":  # same pattern, other values
+        P = sp.csc_array(A + A.T)
+        A = sp.csc_array((rng.standard_normal(P.nnz), P.indices, P.indptr), shape=P.shape)
+    C = canonical_csc(sp.csc_array(A).astype(dtype))
+    pattern, asym_t, asym_h, scale = transpose_asymmetry(n, C.indptr, C.indices, C.data)
+    W = sp.csc_array(C, dtype=np.complex128)
+    S = sp.csc_array((np.ones(C.nnz), C.indices, C.indptr), shape=C.shape)
+
+    def max_abs(M):
+        M = sp.csc_array(M)
+        return float(np.abs(M.data).max()) if M.nnz else 0.0
+
+    assert pattern == (abs(S - S.T).nnz == 0)
+    assert asym_t == pytest.approx(max_abs(W - W.T), rel=1e-6, abs=1e-30)
+    assert asym_h == pytest.approx(max_abs(W - W.conj().T), rel=1e-6, abs=1e-30)
+    assert scale == pytest.approx(max_abs(W), rel=1e-6, abs=1e-30)
