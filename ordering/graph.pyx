@@ -444,3 +444,26 @@ def transpose_asymmetry(idx_t n, const idx_t[::1] indptr, const idx_t[::1] indic
                     asym_h = a
                 p += 1
     return bool(symmetric), asym_t, asym_h, scale
+
+
+def inf_norm(idx_t n, const idx_t[::1] indptr, const idx_t[::1] indices,
+             const values_t[::1] data):
+    """‖A‖∞ of an n x n CSC matrix, the largest row sum of magnitudes, in one pass
+    without a temporary of the entries' size."""
+    if indptr.shape[0] != n + 1 or indices.shape[0] < indptr[n] or data.shape[0] < indptr[n]:
+        raise ValueError("inf_norm: arrays inconsistent with n")
+    sums_a = np.zeros(max(n, 1), dtype=np.float64)
+    cdef double[::1] sums = sums_a
+    cdef idx_t k, i
+    cdef double best = 0.0
+    with nogil:
+        for k in range(indptr[n]):
+            i = indices[k]
+            if i < 0 or i >= n:
+                with gil:
+                    raise ValueError("inf_norm: a row index is out of range")
+            sums[i] += _abs(data[k])
+        for i in range(n):
+            if sums[i] > best:
+                best = sums[i]
+    return best

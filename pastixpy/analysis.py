@@ -271,7 +271,7 @@ def analyze(
         seconds[step] = now - t
         t = now
 
-    C = canonical_csc(A)
+    C = canonical_csc(A, copy=False)  # only read here, nothing of it kept
     if kind == "auto":
         kind = "lu" if matrix_symmetry(C) == "general" else "llt"
     if isinstance(split, str):

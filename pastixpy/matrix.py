@@ -13,7 +13,7 @@ from .errors import InvalidInputError
 SUPPORTED_DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
 
 
-def canonical_csc(A, argname="A"):
+def canonical_csc(A, argname="A", copy=True):
     """Validate a square matrix and return it as a canonical CSC array.
 
     Canonical means: ``scipy.sparse.csc_array``, row indices sorted within each
@@ -27,6 +27,11 @@ def canonical_csc(A, argname="A"):
         Dense input is accepted with a ``SparseEfficiencyWarning``.
     argname : str
         Name used in error messages.
+    copy : bool
+        False: an input that is canonical already is returned as it is (checked, not
+        copied), for callers that only read it and keep nothing of it (the analysis
+        reads the pattern). A factorization keeps its matrix for the refinement, so it
+        takes a copy: the caller may change its own matrix afterwards.
 
     Returns
     -------
@@ -73,11 +78,14 @@ def canonical_csc(A, argname="A"):
         raise InvalidInputError(f"{argname} is empty (0x0): there is nothing to factorize")
     dtype = _check_dtype(A.dtype, argname)
     for index in _index_arrays(A):
-        _as_index(index, argname)
-    C = sp.csc_array(A, dtype=dtype, copy=True)
-    C.sum_duplicates()  # also sorts the row indices
-    C.indptr = _as_index(C.indptr, argname)
-    C.indices = _as_index(C.indices, argname)
+        _check_index(index, argname)
+    if not copy and _is_canonical(A, dtype):
+        C = A
+    else:
+        C = sp.csc_array(A, dtype=dtype, copy=True)
+        C.sum_duplicates()  # also sorts the row indices
+        C.indptr = _as_index(C.indptr, argname)
+        C.indices = _as_index(C.indices, argname)
     if not np.isfinite(C.data).all():
         bad = np.flatnonzero(~np.isfinite(C.data))[0]
         col = int(np.searchsorted(C.indptr, bad, side="right") - 1)
@@ -108,8 +116,19 @@ def _index_arrays(A):
     return arrays + list(getattr(A, "coords", ()))
 
 
-def _as_index(arr, argname):
-    """int64 copy of an index array, refusing what does not convert exactly."""
+def _is_canonical(A, dtype):
+    """A csc_array already as canonical_csc makes it (finiteness aside)."""
+    return (
+        isinstance(A, sp.csc_array)
+        and A.dtype == dtype
+        and A.indptr.dtype == np.int64
+        and A.indices.dtype == np.int64
+        and A.has_canonical_format
+    )
+
+
+def _check_index(arr, argname):
+    """Refuse an index array that does not convert to int64 exactly (no conversion made)."""
     arr = np.asarray(arr)
     if arr.dtype.kind not in "iu":
         raise InvalidInputError(
@@ -117,7 +136,12 @@ def _as_index(arr, argname):
         )
     if arr.dtype == np.uint64 and arr.size and arr.max() > np.iinfo(np.int64).max:
         raise InvalidInputError(f"{argname} has index values too large for int64")
-    return arr.astype(np.int64, copy=False)
+
+
+def _as_index(arr, argname):
+    """int64 copy of an index array, refusing what does not convert exactly."""
+    _check_index(arr, argname)
+    return np.asarray(arr).astype(np.int64, copy=False)
 
 
 def symmetric_pattern(C):

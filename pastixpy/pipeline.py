@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from ._graph import inf_norm
 from .analysis import analyze
 from .errors import MixedPrecisionError, NotPositiveDefiniteError, PatternMismatchError
 from .kinds import KINDS, indefinite_kind
@@ -342,6 +343,4 @@ def _norm_max(C):
 
 def _norm_inf(C):
     """‖C‖∞ of a canonical CSC matrix: the largest row sum of magnitudes."""
-    if not C.nnz:
-        return 0.0
-    return float(np.bincount(C.indices, weights=np.abs(C.data), minlength=C.shape[0]).max())
+    return inf_norm(C.shape[0], C.indptr, C.indices, C.data)

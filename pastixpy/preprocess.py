@@ -210,8 +210,7 @@ def pivot_pairs(B, weak=1e-2):
     -------
     pairs : (m, 2) int64 array
     """
-    C = sp.csc_array(B)
-    C.eliminate_zeros()
+    C = sp.csc_array(B)  # shares B's arrays: read only (stored zeros are skipped below)
     n = C.shape[0]
     diag = np.abs(C.diagonal())
     is_weak = diag < weak

@@ -1099,3 +1099,56 @@ def test_badly_scaled_matrices_get_a_finite_backward_error(kind):
         x = F.solve(b)
         assert np.abs(x / d - y).max() <= 1e-10 * np.abs(y).max()
         assert 0 < F.stats["backward_error"] <= 1e-15
+
+
+def _canonical_int64(A):
+    A = sp.csc_array(A)
+    A.sum_duplicates()
+    return sp.csc_array(
+        (A.data.copy(), A.indices.astype(np.int64), A.indptr.astype(np.int64)), shape=A.shape
+    )
+
+
+def test_factorize_keeps_its_own_copy_of_a():
+    """Refinement reads A: a caller changing its matrix afterwards changes nothing."""
+    A = _canonical_int64(laplacian((8, 8, 8)))
+    ref = A.copy()
+    b = np.ones(A.shape[0])
+    F = pastixpy.factorize(A)
+    A.data[:] = 0.0
+    x = F.solve(b)
+    assert np.abs(ref @ x - b).max() <= 1e-10
+
+
+def test_analyze_reads_a_canonical_matrix_in_place_and_leaves_it_alone():
+    from pastixpy.matrix import canonical_csc
+
+    A = _canonical_int64(laplacian((6, 6, 6)))
+    arrays = (A.data, A.indices, A.indptr)
+    before = [a.copy() for a in arrays]
+    assert canonical_csc(A, copy=False) is A
+    assert canonical_csc(A) is not A
+    pastixpy.analyze(A)
+    assert all(x is y for x, y in zip((A.data, A.indices, A.indptr), arrays, strict=True))
+    assert all(np.array_equal(x, y) for x, y in zip(arrays, before, strict=True))
+    # Not canonical (int32 indices, unsorted, a NaN): copied, or refused, as before.
+    B = sp.csc_array(laplacian((4, 4)))
+    assert canonical_csc(B, copy=False) is not B
+    B.data[0] = np.nan
+    with pytest.raises(pastixpy.InvalidInputError, match="NaN"):
+        canonical_csc(_canonical_int64(B), copy=False)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+def test_inf_norm_kernel(dtype):
+    from pastixpy._graph import inf_norm
+
+    rng = np.random.default_rng(4)
+    A = sp.random_array((30, 30), density=0.2, rng=rng, format="csc")
+    if np.dtype(dtype).kind == "c":
+        A = A + 1j * sp.random_array((30, 30), density=0.2, rng=rng, format="csc")
+    A = _canonical_int64(A.astype(dtype))
+    want = float(abs(sp.csc_array(A, dtype=np.complex128)).sum(axis=1).max())
+    assert inf_norm(30, A.indptr, A.indices, A.data) == pytest.approx(want, rel=1e-6)
+    empty = _canonical_int64(sp.csc_array((5, 5), dtype=dtype))
+    assert inf_norm(5, empty.indptr, empty.indices, empty.data) == 0.0
