@@ -1,5 +1,6 @@
 # Graph kernels of the ordering engine: the symmetric adjacency of A + Aᵀ, graph compression
-# and breadth-first search.
+# and breadth-first search; and the passes over a matrix's pattern that read its values too
+# (how far A is from Aᵀ and Aᴴ, ‖A‖∞), which the checks before an analysis make.
 # cython: language_level=3
 
 import numpy as np
