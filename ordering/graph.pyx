@@ -366,6 +366,14 @@ cdef inline double _abs(values_t a) noexcept nogil:
         return sqrt(<double>a.real * <double>a.real + <double>a.imag * <double>a.imag)
 
 
+cdef inline void _unpartnered(double a, double* asym_t, double* asym_h) noexcept nogil:
+    """An entry without a transposed partner differs from it (0) by its magnitude."""
+    if a > asym_t[0]:
+        asym_t[0] = a
+    if a > asym_h[0]:
+        asym_h[0] = a
+
+
 def transpose_asymmetry(idx_t n, const idx_t[::1] indptr, const idx_t[::1] indices,
                         const values_t[::1] data):
     """How far a canonical CSC matrix (rows sorted in each column, no duplicates) is from
@@ -411,11 +419,7 @@ def transpose_asymmetry(idx_t n, const idx_t[::1] indptr, const idx_t[::1] indic
                 p = pos[i]
                 while p < indptr[i + 1] and indices[p] < j:
                     symmetric = False
-                    a = _abs(data[p])
-                    if a > asym_t:
-                        asym_t = a
-                    if a > asym_h:
-                        asym_h = a
+                    _unpartnered(_abs(data[p]), &asym_t, &asym_h)
                     p += 1
                 if p < indptr[i + 1] and indices[p] == j:
                     a = _absdiff(data[k], data[p])
@@ -427,22 +431,14 @@ def transpose_asymmetry(idx_t n, const idx_t[::1] indptr, const idx_t[::1] indic
                     p += 1
                 else:
                     symmetric = False
-                    a = _abs(data[k])
-                    if a > asym_t:
-                        asym_t = a
-                    if a > asym_h:
-                        asym_h = a
+                    _unpartnered(_abs(data[k]), &asym_t, &asym_h)
                 pos[i] = p
         # Entries above the diagonal that no column reached.
         for i in range(n):
             p = pos[i]
             while p < indptr[i + 1] and indices[p] < i:
                 symmetric = False
-                a = _abs(data[p])
-                if a > asym_t:
-                    asym_t = a
-                if a > asym_h:
-                    asym_h = a
+                _unpartnered(_abs(data[p]), &asym_t, &asym_h)
                 p += 1
     return bool(symmetric), asym_t, asym_h, scale
 

@@ -381,6 +381,42 @@ cdef int _mpm_core(i64 m, i64 n, const i64* ap, const i64* ai, const double* mag
     return ST_OK
 
 
+def _matching_run(Py_ssize_t m, Py_ssize_t n, const i64[::1] ip, const i64[::1] ix,
+                  const double[::1] mag, bint use_zeros, bint perfect, i64[::1] rv,
+                  double[::1] uv, double[::1] vv, name):
+    """_mpm_core on checked arrays (at least one entry); the columns left unmatched."""
+    cdef i64 nfree = 0
+    cdef int status
+    with nogil:
+        status = _mpm_core(m, n, &ip[0], &ix[0], &mag[0], use_zeros, perfect, &rv[0], &uv[0],
+                           &vv[0], &nfree)
+    if status == ST_NOMEM:
+        raise MemoryError(f"{name}: cannot allocate the workspace")
+    return nfree
+
+
+def _checked_csc(indptr, indices, data, Py_ssize_t m, Py_ssize_t n):
+    """int64 indptr and indices and float64 |data| of an m x n CSC matrix, or a ValueError
+    saying what is inconsistent."""
+    ip_a = np.ascontiguousarray(indptr, dtype=np.int64).ravel()
+    ix_a = np.ascontiguousarray(indices, dtype=np.int64).ravel()
+    if ip_a.shape[0] != n + 1:
+        raise ValueError(f"indptr must have length n + 1 = {n + 1}, got {ip_a.shape[0]}")
+    if ip_a[0] != 0 or np.any(np.diff(ip_a) < 0) or ip_a[n] > ix_a.shape[0]:
+        raise ValueError("indptr must start at 0, be non-decreasing and fit in indices")
+    nnz = int(ip_a[n])
+    mag_a = np.abs(np.asarray(data).ravel()[:nnz]).astype(np.float64)
+    if mag_a.shape[0] != nnz:
+        raise ValueError(f"data must hold indptr[n] = {nnz} values, got {mag_a.shape[0]}")
+    if nnz > 0:
+        used = ix_a[:nnz]
+        if used.min() < 0 or used.max() >= m:
+            raise ValueError(f"indices out of range [0, {'n' if m == n else 'm'})")
+        if not np.isfinite(mag_a).all():
+            raise ValueError("data must be finite (no NaN or infinity)")
+    return ip_a, ix_a, mag_a
+
+
 def max_product_matching(indptr, indices, data, Py_ssize_t n, bint use_zeros=False):
     """Perfect matching maximizing the product of the matched |entries| (MC64, job 5).
 
@@ -437,22 +473,8 @@ def max_product_matching(indptr, indices, data, Py_ssize_t n, bint use_zeros=Fal
     """
     if n < 0:
         raise ValueError("n must be non-negative")
-    cdef cnp.ndarray ip_a = np.ascontiguousarray(indptr, dtype=np.int64).ravel()
-    cdef cnp.ndarray ix_a = np.ascontiguousarray(indices, dtype=np.int64).ravel()
-    if ip_a.shape[0] != n + 1:
-        raise ValueError(f"indptr must have length n + 1 = {n + 1}, got {ip_a.shape[0]}")
-    if ip_a[0] != 0 or np.any(np.diff(ip_a) < 0) or ip_a[n] > ix_a.shape[0]:
-        raise ValueError("indptr must start at 0, be non-decreasing and fit in indices")
+    ip_a, ix_a, mag_a = _checked_csc(indptr, indices, data, n, n)
     nnz = int(ip_a[n])
-    mag_a = np.abs(np.asarray(data).ravel()[:nnz]).astype(np.float64)
-    if mag_a.shape[0] != nnz:
-        raise ValueError(f"data must hold indptr[n] = {nnz} values, got {mag_a.shape[0]}")
-    if nnz > 0:
-        used = ix_a[:nnz]
-        if used.min() < 0 or used.max() >= n:
-            raise ValueError("indices out of range [0, n)")
-        if not np.isfinite(mag_a).all():
-            raise ValueError("data must be finite (no NaN or infinity)")
     row_a = np.empty(n, dtype=np.int64)
     u_a = np.zeros(n, dtype=np.float64)
     v_a = np.zeros(n, dtype=np.float64)
@@ -462,19 +484,8 @@ def max_product_matching(indptr, indices, data, Py_ssize_t n, bint use_zeros=Fal
     if nnz == 0:
         ix_a = np.zeros(1, dtype=np.int64)
         mag_a = np.zeros(1, dtype=np.float64)
-    cdef const i64[::1] ip = ip_a
-    cdef const i64[::1] ix = ix_a
-    cdef const double[::1] mag = mag_a
-    cdef i64[::1] rv = row_a
-    cdef double[::1] uv = u_a
-    cdef double[::1] vv = v_a
-    cdef i64 nfree = 0
-    cdef int status
-    with nogil:
-        status = _mpm_core(n, n, &ip[0], &ix[0], &mag[0], use_zeros, True, &rv[0], &uv[0],
-                           &vv[0], &nfree)
-    if status == ST_NOMEM:
-        raise MemoryError("max_product_matching: cannot allocate the workspace")
+    nfree = _matching_run(n, n, ip_a, ix_a, mag_a, use_zeros, True, row_a, u_a, v_a,
+                          "max_product_matching")
     if nfree:
         what = "entries" if use_zeros else "nonzero entries"
         raise ValueError(
@@ -507,22 +518,8 @@ def max_product_column_matching(indptr, indices, data, Py_ssize_t m, Py_ssize_t 
     """
     if n < 0 or m < n:
         raise ValueError(f"max_product_column_matching needs m >= n >= 0, got m={m}, n={n}")
-    cdef cnp.ndarray ip_a = np.ascontiguousarray(indptr, dtype=np.int64).ravel()
-    cdef cnp.ndarray ix_a = np.ascontiguousarray(indices, dtype=np.int64).ravel()
-    if ip_a.shape[0] != n + 1:
-        raise ValueError(f"indptr must have length n + 1 = {n + 1}, got {ip_a.shape[0]}")
-    if ip_a[0] != 0 or np.any(np.diff(ip_a) < 0) or ip_a[n] > ix_a.shape[0]:
-        raise ValueError("indptr must start at 0, be non-decreasing and fit in indices")
+    ip_a, ix_a, mag_a = _checked_csc(indptr, indices, data, m, n)
     nnz = int(ip_a[n])
-    mag_a = np.abs(np.asarray(data).ravel()[:nnz]).astype(np.float64)
-    if mag_a.shape[0] != nnz:
-        raise ValueError(f"data must hold indptr[n] = {nnz} values, got {mag_a.shape[0]}")
-    if nnz > 0:
-        used = ix_a[:nnz]
-        if used.min() < 0 or used.max() >= m:
-            raise ValueError("indices out of range [0, m)")
-        if not np.isfinite(mag_a).all():
-            raise ValueError("data must be finite (no NaN or infinity)")
     row_a = np.full(n, -1, dtype=np.int64)
     if n == 0:
         return row_a
@@ -530,19 +527,8 @@ def max_product_column_matching(indptr, indices, data, Py_ssize_t m, Py_ssize_t 
         return row_a
     u_a = np.zeros(m, dtype=np.float64)
     v_a = np.zeros(n, dtype=np.float64)
-    cdef const i64[::1] ip = ip_a
-    cdef const i64[::1] ix = ix_a
-    cdef const double[::1] mag = mag_a
-    cdef i64[::1] rv = row_a
-    cdef double[::1] uv = u_a
-    cdef double[::1] vv = v_a
-    cdef i64 nfree = 0
-    cdef int status
-    with nogil:
-        status = _mpm_core(m, n, &ip[0], &ix[0], &mag[0], False, False, &rv[0], &uv[0],
-                           &vv[0], &nfree)
-    if status == ST_NOMEM:
-        raise MemoryError("max_product_column_matching: cannot allocate the workspace")
+    _matching_run(m, n, ip_a, ix_a, mag_a, False, False, row_a, u_a, v_a,
+                  "max_product_column_matching")
     return row_a
 
 
