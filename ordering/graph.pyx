@@ -86,6 +86,25 @@ cdef int _compare_idx(const void* a, const void* b) noexcept nogil:
     return (x > y) - (x < y)
 
 
+cdef idx_t _column_neighbours(idx_t j, const idx_t[::1] indptr, const idx_t[::1] indices,
+                              const idx_t[::1] rptr, const idx_t[::1] rind, idx_t[::1] mark,
+                              idx_t* out) noexcept nogil:
+    """The columns sharing a row with column j (j aside): counted, and written to ``out``
+    unless it is NULL. ``mark[k] == j`` records k as seen."""
+    cdef idx_t i, k, p, r, count = 0
+    mark[j] = j
+    for p in range(indptr[j], indptr[j + 1]):
+        i = indices[p]
+        for r in range(rptr[i], rptr[i + 1]):
+            k = rind[r]
+            if mark[k] != j:
+                mark[k] = j
+                if out != NULL:
+                    out[count] = k
+                count += 1
+    return count
+
+
 def column_intersection_adjacency(idx_t n, const idx_t[::1] indptr, const idx_t[::1] indices,
                                   idx_t dense_row):
     """Adjacency of the pattern of AᵀA without the diagonal, rows of more than
@@ -118,39 +137,21 @@ def column_intersection_adjacency(idx_t n, const idx_t[::1] indptr, const idx_t[
     cdef idx_t[::1] dense = np.empty(n, dtype=np.int64)
     xadj_a = np.zeros(n + 1, dtype=np.int64)
     cdef idx_t[::1] xadj = xadj_a, adjncy
-    cdef idx_t i, j, k, p, r, count
+    cdef idx_t j, count
     with nogil:
         _rows(n, indptr, indices, dense_row, rptr, rind, dense)
         # Pass 1 counts each column's neighbours, pass 2 writes them.
         for j in range(n):
-            mark[j] = j
-            count = 0
-            for p in range(indptr[j], indptr[j + 1]):
-                i = indices[p]
-                for r in range(rptr[i], rptr[i + 1]):
-                    k = rind[r]
-                    if mark[k] != j:
-                        mark[k] = j
-                        count += 1
-            xadj[j + 1] = xadj[j] + count
-    adjncy_a = np.empty(xadj[n], dtype=np.int64)
+            xadj[j + 1] = xadj[j] + _column_neighbours(j, indptr, indices, rptr, rind, mark, NULL)
+    adjncy_a = np.empty(xadj[n] + 1, dtype=np.int64)  # + 1: &adjncy[xadj[j]] stays in range
     adjncy = adjncy_a
     mark[:] = -1
     with nogil:
         for j in range(n):
-            mark[j] = j
-            count = xadj[j]
-            for p in range(indptr[j], indptr[j + 1]):
-                i = indices[p]
-                for r in range(rptr[i], rptr[i + 1]):
-                    k = rind[r]
-                    if mark[k] != j:
-                        mark[k] = j
-                        adjncy[count] = k
-                        count += 1
-            if count > xadj[j]:
-                qsort(&adjncy[xadj[j]], count - xadj[j], sizeof(idx_t), _compare_idx)
-    return xadj_a, adjncy_a
+            count = _column_neighbours(j, indptr, indices, rptr, rind, mark, &adjncy[xadj[j]])
+            if count > 0:
+                qsort(&adjncy[xadj[j]], count, sizeof(idx_t), _compare_idx)
+    return xadj_a, adjncy_a[:xadj[n]]
 
 
 cdef inline idx_t _merge(idx_t skip, const idx_t[::1] x, idx_t p, idx_t pe,
