@@ -13,7 +13,9 @@
 #   structure.pxi  the block structure, the per-cblk storage descriptors (Storage) and
 #                  what the factorization kind decides (Ops), as typed structs
 #   diagonal.pxi   the factorization of one diagonal block: potrf, Bunch-Kaufman, LU
-#   updates.pxi    a cblk's updates of the cblks it faces, dispatched on their storage
+#   compress.pxi   just-in-time block low-rank: a factored panel replaced by tiles
+#   lrupdates.pxi  a compressed cblk's updates, through the tiles' ranks
+#   updates.pxi    a cblk's updates of the cblks it faces, dispatched on its storage
 #   factorize.pxi  assembly of A, one cblk's factorization, progress, sequential driver
 #   scheduler.pxi  the threaded driver: cblks factored as their updates arrive (OpenMP)
 #   solve.pxi      forward, diagonal and backward sweeps over the panels
@@ -26,6 +28,8 @@ include "numeric/blas.pxi"
 include "numeric/lowrank.pxi"
 include "numeric/structure.pxi"
 include "numeric/diagonal.pxi"
+include "numeric/compress.pxi"
+include "numeric/lrupdates.pxi"
 include "numeric/updates.pxi"
 include "numeric/factorize.pxi"
 include "numeric/scheduler.pxi"

@@ -232,9 +232,39 @@ class Factorization:
         return self.solve(X, trans="H")
 
     def aspreconditioner(self):
-        """A scipy LinearOperator applying A⁻¹, for ``M=`` in scipy's Krylov solvers (as
-        PyAMG's ``aspreconditioner``); ``F`` itself is accepted there too."""
-        return self.aslinearoperator()
+        """A scipy LinearOperator applying the factors' inverse without refinement, for
+        ``M=`` in scipy's Krylov solvers (as PyAMG's ``aspreconditioner``).
+
+        That is A⁻¹ to the factors' accuracy: about the compression tolerance for
+        compressed factors, single precision for mixed precision's. A loose ``compress``
+        tolerance makes a cheap preconditioner; ``F`` itself (refined solves) is
+        accepted as ``M=`` too.
+        """
+        n = self.shape[0]
+        solver = self._live_solver
+        dtype = solver.dtype
+        real_factors = not np.iscomplexobj(np.empty(0, dtype))
+
+        def part(R, trans):
+            return solver.apply_inverse(np.ascontiguousarray(R, dtype=dtype), trans)
+
+        def apply(V, trans="N"):
+            V = np.asarray(V)
+            R = V.reshape(n, -1)
+            with blas_threads(solver.threads):
+                if np.iscomplexobj(R) and real_factors:
+                    X = part(R.real, trans) + 1j * part(R.imag, trans)
+                else:
+                    X = part(R, trans)
+            return X.reshape(V.shape)
+
+        return sla.LinearOperator(
+            (n, n),
+            matvec=apply,
+            rmatvec=lambda v: apply(v, "H"),
+            matmat=apply,
+            dtype=dtype,
+        )
 
     def aslinearoperator(self):
         """A scipy LinearOperator applying A⁻¹ (``rmatvec`` applies A⁻ᴴ)."""
@@ -378,6 +408,7 @@ def factorize(
     threads=None,
     progress=None,
     precision="auto",
+    compress=None,
 ):
     """Factor a square sparse matrix: LLᵀ, LDLᵀ, LDLᴴ or LU.
 
@@ -432,6 +463,19 @@ def factorize(
         the tolerance on a check solve, ``"mixed"`` refactors in double with a
         warning (``stats["precision_fallback"]`` says why);
         ``("mixed", {"fallback": False})`` raises MixedPrecisionError instead.
+    compress : None, float, "blr" or ("blr", dict)
+        Block low-rank compression of the factors (docs/compression.md): a tolerance
+        (``compress=1e-8``), relative to the Frobenius norm of the scaled matrix, or
+        ``("blr", {"tol": 1e-8, "strategy": "jit", "method": "rrqr" | "svd" |
+        "randomized", "min_width": 128, "min_height": 20, "max_ratio": 0.5, "norm":
+        "matrix" | "absolute", "clusters": (160, 320)})``. Wide separators are cut
+        into compact clusters, each cblk at least ``min_width`` wide is compressed as
+        soon as it is factored, and solves are refined by GMRES preconditioned by the
+        compressed factors to the requested backward error (``refine="none"``: the
+        compressed factors' accuracy, about ``tol``). ``stats["compression"]`` reports
+        the bytes saved, ranks and time; :meth:`Factorization.aspreconditioner` applies
+        the compressed factors alone. Compressed factors that cannot be refined to the
+        tolerance are refactored without compression, with a warning.
 
     Returns
     -------
@@ -470,6 +514,7 @@ def factorize(
         threads=threads,
         progress=progress,
         precision=precision,
+        compress=compress,
     )
     return _factorize(canonical_csc(A), options, analysis, t0)
 

@@ -88,6 +88,25 @@ def _parser():
         help="factors in the matrix's precision (auto), double, single, or mixed: "
         "single-precision factors refined to double accuracy",
     )
+    s.add_argument(
+        "--compress",
+        type=float,
+        metavar="TOL",
+        help="block low-rank compression of the factors at this tolerance (relative to "
+        "the matrix's Frobenius norm, e.g. 1e-8); solves are refined by GMRES",
+    )
+    s.add_argument(
+        "--compress-strategy",
+        choices=["jit"],
+        default="jit",
+        help="when tiles are compressed: jit, each panel once factored (default)",
+    )
+    s.add_argument(
+        "--compress-method",
+        choices=["rrqr", "svd", "randomized"],
+        default="rrqr",
+        help="how a tile is compressed (default: rrqr, pivoted QR stopped at the tolerance)",
+    )
     return p
 
 
@@ -135,6 +154,25 @@ def format_solve(stats):
     ]
     if stats.get("precision_fallback"):
         rows.append(("fell back", stats["precision_fallback"]))
+    c = stats.get("compression")
+    if c:
+        rows += [
+            (
+                "compression",
+                f"{c['strategy']}, {c['method']}, tol {c['tol']:g} "
+                f"({c['tol_absolute']:.2e} per tile)",
+            ),
+            (
+                "compressed factors",
+                f"{c['ratio']:.3f} x full rank ({c['full_rank_bytes'] / 2**20:,.1f} MiB)",
+            ),
+            (
+                "tiles",
+                f"{c['lowrank_tiles']:,} low-rank (mean rank {c['mean_rank']:.1f}), "
+                f"{c['dense_tiles']:,} dense, in {c['compressed_cblks']:,} cblks",
+            ),
+            ("time: compression", f"{c['seconds']:.3f} s (summed over threads)"),
+        ]
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
 
@@ -183,6 +221,7 @@ def _solve(args, A):
                 threads=args.threads,
                 refine=args.refine,
                 precision=args.precision,
+                compress=_compress_option(args),
                 progress=bar,
             )
             x = F.solve(b)
@@ -193,6 +232,16 @@ def _solve(args, A):
     if args.output:
         write_dense(args.output, x)
     return stats
+
+
+def _compress_option(args):
+    """The ``compress=`` of the command line's --compress options (None: off)."""
+    if args.compress is None:
+        return None
+    return (
+        "blr",
+        {"tol": args.compress, "strategy": args.compress_strategy, "method": args.compress_method},
+    )
 
 
 def main(argv=None):

@@ -66,6 +66,15 @@ def parse_option(value, choices, argname):
 
 # ---------------------------------------------------------------------------- factorize's options
 
+
+def _parse_compress(value):
+    # Imported here: compression needs the analysis's clusters, whose import chain
+    # reaches this module.
+    from .compression import parse_compress
+
+    return parse_compress(value)
+
+
 #: The options' names and the parameters each name takes.
 KIND_CHOICES = {"auto": set(), "llt": set(), "ldlt": set(), "ldlh": set(), "lu": set()}
 REFINE_CHOICES = {
@@ -104,6 +113,8 @@ class Options:
     fallback : bool
         Mixed precision: refactor in double when single-precision factors cannot reach
         the requested accuracy (else raise).
+    compress : Compression or None
+        Block low-rank compression of the factors (see :mod:`pastixpy.compression`).
     """
 
     kind: str = "auto"
@@ -116,6 +127,7 @@ class Options:
     progress: object = None
     precision: str = "auto"
     fallback: bool = True
+    compress: object = None
 
     @classmethod
     def parse(
@@ -129,6 +141,7 @@ class Options:
         threads=None,
         progress=None,
         precision="auto",
+        compress=None,
     ):
         """Validate :func:`pastixpy.factorize`'s keyword arguments into Options."""
         kind, _ = parse_option(kind, KIND_CHOICES, "kind")
@@ -164,6 +177,7 @@ class Options:
             progress=progress,
             precision=name,
             fallback=fallback,
+            compress=_parse_compress(compress),
         )
 
     @property

@@ -28,6 +28,7 @@ import numpy as np
 
 from ._graph import inf_norm
 from .analysis import analyze
+from .compression import compression_stats
 from .errors import MixedPrecisionError, NotPositiveDefiniteError, PatternMismatchError
 from .kinds import KINDS, indefinite_kind
 from .matrix import symmetric_pattern
@@ -140,6 +141,22 @@ def _run(C, plan, options, seconds, retries, reuse=None):
             state.solver = None  # free the factors before the next try
             plan, reuse = replace(plan, analysis=None, prep=state.prep, coarse=True), None
             continue
+        if verdict == "uncompressed":
+            fallback = (
+                f"the compressed factors (tol={options.compress.tol:g}) could not be refined "
+                f"to a backward error of {_tol(state.solver):.0e}"
+            )
+            warnings.warn(
+                fallback + "; refactored without compression: give compress= a smaller tol",
+                PastixWarning,
+                stacklevel=4,
+            )
+            retries.append("compression fell back to full rank")
+            state.solver = None
+            options = replace(options, compress=None)
+            plan = replace(plan, analysis=state.analysis, prep=state.prep)
+            reuse = (state.layout, state.assembly)
+            continue
         if verdict == "double":
             fallback = (
                 f"mixed precision could not reach a backward error of "
@@ -195,6 +212,7 @@ def _attempt(C, plan, options, seconds, reuse):
             pairs=prep.pairs,
             amalgamation=ROBUST_AMALGAMATION if plan.coarse else True,
             threads=options.threads,
+            clusters=None if options.compress is None else options.compress.clusters,
         )
     t2 = time.perf_counter()
     seconds["preprocess"] += t1 - t0
@@ -222,6 +240,7 @@ def _attempt(C, plan, options, seconds, reuse):
             dtype=plan.factor_dtype,
             progress=options.progress,
             threads=options.threads,
+            compression=options.compress,
         )
     finally:
         # Every try's seconds count, a Cholesky that failed included.
@@ -244,6 +263,7 @@ def _attempt(C, plan, options, seconds, reuse):
         threads=1 if is_small(analysis) else options.threads,
         gathers=pivot_order_gathers(prep, analysis, C.dtype),
         exact=plan.exact,
+        compressed=factors.storage.compressed_cblks > 0,
     )
     stats = dict(analysis.stats, coarsened=plan.coarse)
     stats.update(
@@ -262,6 +282,11 @@ def _attempt(C, plan, options, seconds, reuse):
         refinement=None,
         backward_error=None,
         seconds=dict(seconds),
+        compression=None
+        if options.compress is None
+        else compression_stats(
+            options.compress, factors.storage, layout, options.compress.absolute_tol(B)
+        ),
     )
     if perturbed.size and refine[0] == "none":
         warnings.warn(solver.perturbed_message(), PastixWarning, stacklevel=5)
@@ -310,10 +335,12 @@ def _check(state):
     the factors are in a lower precision than the matrix; it must reach the tolerance."""
     solver = state.solver
     perturbed = bool(solver.perturbed_columns)
-    if solver.refine[0] == "none" or not (perturbed or solver.mixed):
+    if solver.refine[0] == "none" or not (perturbed or solver.mixed or solver.compressed):
         return "ok"
     if solver.probe():
         return "ok"
+    if solver.compressed:
+        return "uncompressed"
     if solver.mixed:
         return "double"
     if perturbed and KINDS[state.kind].local_pivots and not state.plan.coarse:

@@ -60,7 +60,7 @@ def backward_error(op, x, b, norm_a):
     return np.where(np.isfinite(berr), berr, np.inf)
 
 
-def refine(op, solve, b, x, norm_a, tol, maxiter=10, krylov="gmres", always=True):
+def refine(op, solve, b, x, norm_a, tol, maxiter=10, krylov="gmres", always=True, ir_steps=None):
     """Improve ``x`` until its backward error is at most ``tol`` (if it can).
 
     Iterative refinement runs while each step at least halves the backward error
@@ -86,6 +86,9 @@ def refine(op, solve, b, x, norm_a, tol, maxiter=10, krylov="gmres", always=True
     krylov : {"gmres", "cg", None}
     always : bool
         Refine columns already at ``tol`` too, down to the precision's floor.
+    ir_steps : int, optional
+        At most this many steps of iterative refinement before the Krylov method
+        (default ``maxiter``; 0 goes straight to it).
 
     Returns
     -------
@@ -101,7 +104,7 @@ def refine(op, solve, b, x, norm_a, tol, maxiter=10, krylov="gmres", always=True
     berr = backward_error(op, x, b, norm_a)
     steps = 0
     target = floor if always else tol
-    for _ in range(maxiter):
+    for _ in range(maxiter if ir_steps is None else ir_steps):
         active = berr > target
         if not active.any():
             break
@@ -128,8 +131,8 @@ def refine(op, solve, b, x, norm_a, tol, maxiter=10, krylov="gmres", always=True
     used = "ir" if steps else "none"
     if krylov is not None and (berr > tol).any():
         x, berr, its = _krylov(op, solve, b, x, norm_a, tol, berr, maxiter * 10, krylov)
+        used = krylov if ir_steps == 0 else f"ir+{krylov}"
         steps += its
-        used = f"ir+{krylov}"
     return x, berr, steps, used
 
 

@@ -96,6 +96,9 @@ class Solver:
         The factored matrix is A itself; False where a symmetric kind factors the
         lower triangle of a matrix symmetric only up to rounding, or forced on one
         that is not: refinement then always runs, against A itself.
+    compressed : bool
+        Block low-rank factors: they solve a matrix within the compression tolerance of
+        A, so refinement always runs, by GMRES preconditioned by them ("auto").
     """
 
     kind: str
@@ -110,6 +113,7 @@ class Solver:
     threads: int | None
     gathers: dict
     exact: bool = True
+    compressed: bool = False
 
     @property
     def dtype(self):
@@ -215,10 +219,16 @@ class Solver:
         if method == "none":
             return x, backward_error(op, x, b, self.norm_a), 0, "none"
         needed = bool(self.perturbed_columns) or self.prep.scaled or self.mixed
-        needed = needed or not self.exact
+        needed = needed or not self.exact or self.compressed
         krylov = {"ir": None, "cg": "cg"}.get(method, "gmres")
         if method == "auto" and self.kind.definite and not self.mixed:
             krylov = "cg"
+        if method == "auto" and self.compressed:
+            # GMRES straight away: it minimises the residual over the Krylov space the
+            # compressed factors' solves span, where iterative refinement would only
+            # take the last of them.
+            krylov = "gmres"
+            kw = {**kw, "ir_steps": 0}
         return refine(
             op,
             lambda R: self.apply_inverse(R, trans, overwrite=True),
@@ -229,6 +239,7 @@ class Solver:
             kw.get("maxiter", 10),
             krylov,
             always=(method != "auto" or needed) if to_floor is None else to_floor,
+            ir_steps=kw.get("ir_steps"),
         )
 
     def apply_inverse(self, R, trans, overwrite=False):

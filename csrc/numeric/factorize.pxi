@@ -55,6 +55,8 @@ cdef idx_t factor_panel(const FactorState* P, idx_t k, scalar* wbuf, scalar* tmp
                     wbuf[M + h * (m - w)] = base[w + M + h * m]
             apply_dinv_right(w, m - w, base, m, base + w, m, P.ops.conj, &P.pivtype[fc],
                              &dsub[fc])
+    if P.cblk[k].compress:
+        compress_cblk(P, k, base)
     return -1
 
 
@@ -122,6 +124,8 @@ cdef void factorize_in_order(FactorState* P, scalar* work, scalar* wbuf, scalar*
         if failed[0] >= 0:
             return
         apply_updates(NULL, P, k, work, wbuf, tmp)
+        if P.nomem[0]:
+            return
         done += cblk_weight(P, k)
         if maybe_report(R, done / total) != 0:
             return
@@ -129,7 +133,7 @@ cdef void factorize_in_order(FactorState* P, scalar* work, scalar* wbuf, scalar*
 
 def factorize(Structure structure, Storage storage, int kind, double tol, assembly,
               scalar[::1] values_l, scalar[::1] values_u, pivots, int threads=1,
-              progress=None):
+              progress=None, compression=None):
     """Factor all cblks in place (GIL released), on ``threads`` OpenMP threads.
 
     Parameters
@@ -158,6 +162,12 @@ def factorize(Structure structure, Storage storage, int kind, double tol, assemb
         ``progress(fraction)``, called from the calling thread every 2% of the
         estimated flops. An exception it raises (or a KeyboardInterrupt) stops the
         work and is raised again here, the factors left incomplete.
+    compression : mapping, optional
+        For the cblks the storage marks ``compress`` (needed when there are any):
+        ``method`` ("rrqr", "svd", "randomized"), ``tol`` (absolute, per tile),
+        ``max_ratio`` and ``min_height`` (see :c:type:`Compression`), ``power``.
+        Each such cblk is compressed as soon as it is factored and sends its updates
+        from its tiles; :meth:`Storage.tiles` reports the result.
 
     Returns
     -------
@@ -174,6 +184,7 @@ def factorize(Structure structure, Storage storage, int kind, double tol, assemb
     cdef FactorState P
     cdef idx_t n = structure.B.fcol[structure.B.ncblk], count = 0, failed = -1
     cdef idx_t sizes[3]
+    cdef int nomem = 0
     cdef list errors = []
     cdef Reporter R = new_reporter(progress, errors)
     cdef scalar* work = NULL  # also picks the specialization of the calls below
@@ -196,8 +207,14 @@ def factorize(Structure structure, Storage storage, int kind, double tol, assemb
     cdef const idx_t[::1] ptr_u = assembly.ptr_u
     P.al = make_entries(values_l, pos_l, ptr_l, structure)
     P.au = make_entries(values_u, pos_u, ptr_u, structure)
+    P.nomem = &nomem
+    P.lr = compression_params(storage, compression)
     if threads > 1 and P.B.ncblk > 1:
-        return factorize_threaded(&P, threads, &R, errors, work)
+        result = factorize_threaded(&P, threads, &R, errors, work)
+        storage.count_held()
+        if nomem:
+            raise MemoryError("cannot allocate the work memory of a compressed cblk's updates")
+        return result
     workspace_sizes(&P, 0, P.B.ncblk, sizeof(scalar), sizes)
     work = <scalar*>malloc((sizes[0] + sizes[1] + sizes[2]) * sizeof(scalar))
     if work == NULL:
@@ -206,6 +223,38 @@ def factorize(Structure structure, Storage storage, int kind, double tol, assemb
         factorize_in_order(&P, work, work + sizes[0], work + sizes[0] + sizes[1], &R, &count,
                            &failed)
     free(work)
+    storage.count_held()
     if errors:
         raise errors[0]
+    if nomem:
+        raise MemoryError("cannot allocate the work memory of a compressed cblk's updates")
     return count, failed
+
+
+LR_METHODS = {"rrqr": LR_RRQR, "svd": LR_SVD, "randomized": LR_RANDOMIZED}
+
+
+cdef Compression compression_params(Storage storage, compression) except *:
+    """The Compression of :func:`factorize`'s ``compression`` mapping, validated."""
+    cdef Compression C
+    cdef idx_t k
+    C.method = -1
+    C.tol = 0
+    C.max_ratio = 0
+    C.min_height = 0
+    C.power = POWER
+    if compression is None:
+        for k in range(storage.ncblk):
+            if storage.cblk[k].compress:
+                raise ValueError("the storage has cblks to compress: give compression=")
+        return C
+    if compression["method"] not in LR_METHODS:
+        raise ValueError(f"unknown compression method {compression['method']!r}")
+    C.method = LR_METHODS[compression["method"]]
+    C.tol = float(compression["tol"])
+    C.max_ratio = float(compression.get("max_ratio", 0.5))
+    C.min_height = int(compression.get("min_height", 20))
+    C.power = int(compression.get("power", POWER))
+    if not C.tol >= 0 or not 0 <= C.max_ratio <= 1:
+        raise ValueError("compression needs tol >= 0 and 0 <= max_ratio <= 1")
+    return C

@@ -186,7 +186,7 @@ cdef Sweep make_sweep(Storage storage, sweep, int nrhs, int code) except *:
     "L" or "U", ``uplo``, ``trans``, ``unit``, ``offtrans``, ``lperm``)."""
     cdef Sweep S
     cdef const idx_t[::1] lperm = sweep.lperm
-    storage.check(storage.structure, code)
+    storage.check(storage.structure, code, False)
     if (sweep.diag == "U" or sweep.off == "U") and not storage.two_factors:
         raise ValueError("this storage holds no U factor")
     S.B = storage.structure.B
@@ -212,6 +212,75 @@ cdef idx_t sweep_buffer_rows(const Sweep* S, const idx_t* cblks, idx_t count) no
     return rows
 
 
+cdef inline scalar* rows_faced(const Sweep* S, scalar* X, idx_t b, scalar* Y) noexcept nogil:
+    """Where the forward sweep subtracts blok b's product: X's rows, or with a private
+    buffer Y, Y's rows for the cblks at the top of the tree."""
+    cdef idx_t f = S.B.fcblk[b]
+    if Y != NULL and S.topoff[f] >= 0:
+        return Y + (S.topoff[f] + S.B.frow[b] - S.B.fcol[f]) * S.nrhs
+    return X + S.B.frow[b] * S.nrhs
+
+
+cdef inline const Tile* off_tiles(const Sweep* S, idx_t k) noexcept nogil:
+    """A compressed cblk k's tiles holding its off-diagonal part."""
+    return S.cblk[k].utiles if S.off_u else S.cblk[k].ltiles
+
+
+cdef void forward_tiles(const Sweep* S, scalar* X, idx_t k, scalar* tmp, scalar* Y) noexcept nogil:
+    """Forward step's products of a compressed cblk k (its diagonal block solved): each
+    tile times the solution, subtracted from the rows it faces. In the transposed
+    layout (nrhs x rows): dst -= X_k Tᵀ, T = U Bt through the rank, or dense."""
+    cdef scalar one = 1, mone = -1, zero = 0
+    cdef idx_t b, b0 = S.B.bloknum[k] + 1
+    cdef int w = cblk_width(&S.B, k), h, r, nrhs = S.nrhs
+    cdef scalar* xb = X + S.B.fcol[k] * nrhs
+    cdef const Tile* tiles = off_tiles(S, k)
+    cdef const Tile* t
+    for b in range(b0, S.B.bloknum[k + 1]):
+        t = &tiles[b - b0]
+        h = blok_rows(&S.B, b)
+        if t.rank < 0:
+            gemm(c'N', c'T', nrhs, h, w, mone, xb, nrhs, <scalar*>t.u, h, one,
+                 rows_faced(S, X, b, Y), nrhs)
+        elif t.rank > 0:
+            r = t.rank
+            gemm(c'N', c'T', nrhs, r, w, one, xb, nrhs, <scalar*>t.bt, r, zero, tmp, nrhs)
+            gemm(c'N', c'T', nrhs, h, r, mone, tmp, nrhs, <scalar*>t.u, h, one,
+                 rows_faced(S, X, b, Y), nrhs)
+
+
+cdef void backward_tiles(const Sweep* S, scalar* X, idx_t k, scalar* tmp) noexcept nogil:
+    """Backward step's products of a compressed cblk k: X_k -= op(T) X_b for each tile
+    T = U Bt (op(T) = op(Bt) op(U)) or dense. One right-hand side takes ``offtrans``
+    as it is; several come with 'T' (solve_backward turns 'C' into conjugations) and
+    run in the transposed layout: X_kᵀ -= X_bᵀ T."""
+    cdef scalar one = 1, mone = -1, zero = 0
+    cdef idx_t b, b0 = S.B.bloknum[k] + 1
+    cdef int w = cblk_width(&S.B, k), h, r, nrhs = S.nrhs
+    cdef scalar* xb = X + S.B.fcol[k] * nrhs
+    cdef scalar* xr
+    cdef const Tile* tiles = off_tiles(S, k)
+    cdef const Tile* t
+    for b in range(b0, S.B.bloknum[k + 1]):
+        t = &tiles[b - b0]
+        h = blok_rows(&S.B, b)
+        r = t.rank
+        xr = X + S.B.frow[b] * nrhs
+        if r == 0:
+            continue
+        if nrhs == 1:
+            if r < 0:
+                gemv(S.offtrans, h, w, mone, <scalar*>t.u, h, xr, one, xb)
+            else:
+                gemv(S.offtrans, h, r, one, <scalar*>t.u, h, xr, zero, tmp)
+                gemv(S.offtrans, r, w, mone, <scalar*>t.bt, r, tmp, one, xb)
+        elif r < 0:
+            gemm(c'N', c'N', nrhs, w, h, mone, xr, nrhs, <scalar*>t.u, h, one, xb, nrhs)
+        else:
+            gemm(c'N', c'N', nrhs, r, h, one, xr, nrhs, <scalar*>t.u, h, zero, tmp, nrhs)
+            gemm(c'N', c'N', nrhs, w, r, mone, tmp, nrhs, <scalar*>t.bt, r, one, xb, nrhs)
+
+
 cdef void forward_cblk(const Sweep* S, scalar* X, idx_t k, scalar* tmp, scalar* Y) noexcept nogil:
     """Forward step of cblk k: permute by lperm, solve with the diagonal block, then
     subtract the off-diagonal panel times the solution from the rows it faces."""
@@ -220,15 +289,19 @@ cdef void forward_cblk(const Sweep* S, scalar* X, idx_t k, scalar* tmp, scalar* 
     cdef int w = cblk_width(&S.B, k), m = S.B.stride[k], h, nrhs = S.nrhs
     cdef bint direct = rows_direct(w, nrhs)
     cdef const scalar* diag = diag_panel(S, k, X)
-    cdef const scalar* off = off_panel(S, k, X) + w
+    cdef const scalar* off
     cdef scalar* xb = X + fc * nrhs
     cdef scalar* src
     cdef scalar* dst
     if S.lperm != NULL:
         permute_rows(X, nrhs, fc, w, S.lperm, False, tmp)
-    solve_diag_block(S.uplo, S.trans, S.unit, w, nrhs, <scalar*>diag, m, xb)
+    solve_diag_block(S.uplo, S.trans, S.unit, w, nrhs, <scalar*>diag, S.cblk[k].ld, xb)
     if m == w:
         return
+    if S.cblk[k].storage == LOWRANK:
+        forward_tiles(S, X, k, tmp, Y)
+        return
+    off = off_panel(S, k, X) + w
     # Unless direct: tmp = L21 X_k, (m - w) x nrhs. With several right-hand sides
     # it is made column-major, L21 being gemm's untransposed A (packed fastest; as
     # the transposed B of the row-major product, its packing dominated), and the
@@ -239,11 +312,7 @@ cdef void forward_cblk(const Sweep* S, scalar* X, idx_t k, scalar* tmp, scalar* 
         gemm(c'N', c'T', m - w, nrhs, w, one, <scalar*>off, m, xb, nrhs, zero, tmp, m - w)
     for b in range(S.B.bloknum[k] + 1, S.B.bloknum[k + 1]):
         h = blok_rows(&S.B, b)
-        f = S.B.fcblk[b]
-        if Y != NULL and S.topoff[f] >= 0:
-            dst = Y + (S.topoff[f] + S.B.frow[b] - S.B.fcol[f]) * nrhs
-        else:
-            dst = X + S.B.frow[b] * nrhs
+        dst = rows_faced(S, X, b, Y)
         if direct:
             rows_gemm_n(h, w, nrhs, off + (S.B.bcoef[b] - w), m, xb, dst)
         elif nrhs > 1:
@@ -268,7 +337,9 @@ cdef void backward_cblk(const Sweep* S, scalar* X, idx_t k, scalar* tmp) noexcep
     cdef scalar* xb = X + fc * nrhs
     cdef scalar* src
     cdef scalar* dst
-    if m > w and rows_direct(w, nrhs):
+    if m > w and S.cblk[k].storage == LOWRANK:
+        backward_tiles(S, X, k, tmp)
+    elif m > w and rows_direct(w, nrhs):
         # Straight from the rows faced, blok by blok.
         for b in range(S.B.bloknum[k] + 1, S.B.bloknum[k + 1]):
             rows_gemm_t(blok_rows(&S.B, b), w, nrhs, off + (S.B.bcoef[b] - w), m,
@@ -287,7 +358,7 @@ cdef void backward_cblk(const Sweep* S, scalar* X, idx_t k, scalar* tmp) noexcep
             gemv(S.offtrans, m - w, w, mone, <scalar*>off, m, tmp, one, xb)
         elif scalar is not double or not pastixpy_panel_tdot_d(m - w, w, nrhs, off, m, tmp, xb):
             gemm(c'N', c'N', nrhs, w, m - w, mone, tmp, nrhs, <scalar*>off, m, one, xb, nrhs)
-    solve_diag_block(S.uplo, S.trans, S.unit, w, nrhs, <scalar*>diag, m, xb)
+    solve_diag_block(S.uplo, S.trans, S.unit, w, nrhs, <scalar*>diag, S.cblk[k].ld, xb)
     if S.lperm != NULL:
         permute_rows(X, nrhs, fc, w, S.lperm, True, tmp)
 
@@ -302,6 +373,9 @@ cdef void backward_range(const Sweep* S, scalar* X, const idx_t* cblks, idx_t fi
     cdef const char* low_diag = NULL
     for i in range(end - 1, first - 1, -1):
         k = cblks[i]
+        if S.cblk[k].storage == LOWRANK:
+            backward_cblk(S, X, k, tmp)
+            continue
         low_off = prefetch_below(<const char*>off_panel(S, k, X), low_off)
         if S.diag_u != S.off_u:  # LU's U sweep: the diagonal blocks are in the other factor
             low_diag = prefetch_below(<const char*>diag_panel(S, k, X), low_diag)
@@ -456,14 +530,14 @@ def solve_diagonal(scalar[::1] X, int nrhs, Storage storage, const scalar[::1] d
     cdef const scalar* d
     cdef scalar* x
     cdef scalar d11, d21, d12, d22, det, x1, x2
-    storage.check(storage.structure, scalar_code(like))
+    storage.check(storage.structure, scalar_code(like), False)
     if X.shape[0] < n * nrhs or dsub.shape[0] != n or pivtype.shape[0] != n:
         raise ValueError("solve_diagonal: the arrays do not match the matrix")
     with nogil:
         for k in range(ncblk):
             fc = B.fcol[k]
             w = cblk_width(B, k)
-            m = B.stride[k]
+            m = storage.cblk[k].ld
             d = <const scalar*>storage.cblk[k].lcoef
             j = 0
             while j < w:
@@ -493,11 +567,11 @@ def diagonal_entries(Storage storage, scalar[::1] out):
     cdef idx_t k, j
     cdef const scalar* d
     cdef scalar* like = NULL
-    storage.check(storage.structure, scalar_code(like))
+    storage.check(storage.structure, scalar_code(like), False)
     if out.shape[0] != B.fcol[B.ncblk]:
         raise ValueError("diagonal_entries: out needs one entry per column")
     with nogil:
         for k in range(B.ncblk):
             d = <const scalar*>storage.cblk[k].lcoef
             for j in range(cblk_width(B, k)):
-                out[B.fcol[k] + j] = d[j + j * B.stride[k]]
+                out[B.fcol[k] + j] = d[j + j * storage.cblk[k].ld]

@@ -89,18 +89,58 @@ cdef class Structure:
 # How a cblk's coefficients are stored.
 cdef enum:
     DENSE = 0  # column-major panels, stride x width: L's, and Uᵀ's for LU
-    LOWRANK = 1  # off-diagonal tiles compressed (block low-rank): reserved
+    LOWRANK = 1  # a dense diagonal block, the off-diagonal bloks as tiles (block low-rank)
     ABSENT = 2  # held by another owner: nothing here
 
 STORAGE_NAMES = {DENSE: "dense", LOWRANK: "lowrank", ABSENT: "absent"}
 
 
+cdef struct Tile:
+    # One off-diagonal blok (h rows) of a LOWRANK cblk (w columns): rank r >= 0, the
+    # tile is U Bt with U h x r (leading dimension h) and Bt r x w (leading dimension
+    # r), Bt right after U in the one allocation at ``u``; rank -1 (it did not
+    # compress), the tile is dense, h x w (leading dimension h) at ``u``.
+    int32_t rank
+    void* u
+    void* bt
+
+
 cdef struct CblkStore:
     int8_t storage  # DENSE, LOWRANK or ABSENT
     int8_t dtype  # FLOAT32 ... COMPLEX128 (scalars.pxi): the factor's precision
+    int8_t compress  # compressed once factored (just-in-time): its panels are its own
     int32_t owner  # who factors and holds the cblk (0 on one process)
-    void* lcoef  # L's panel (DENSE), NULL where ABSENT
-    void* ucoef  # Uᵀ's panel for LU, else NULL
+    int32_t ld  # leading dimension at lcoef: the stride (DENSE) or the width (LOWRANK)
+    void* lcoef  # L's panel (DENSE), L's diagonal block (LOWRANK), NULL where ABSENT
+    void* ucoef  # Uᵀ's panel for LU (DENSE), else NULL
+    Tile* ltiles  # LOWRANK: L's off-diagonal bloks, in blok order
+    Tile* utiles  # LOWRANK LU: Uᵀ's
+    int64_t held  # LOWRANK: scalars held (diagonal block and tiles)
+    double seconds  # LOWRANK: time spent compressing
+
+
+cdef void free_tiles(const Blocks* B, idx_t k, CblkStore* c) noexcept nogil:
+    """Free a LOWRANK cblk's diagonal block and tiles."""
+    cdef idx_t t, ntile = B.bloknum[k + 1] - B.bloknum[k] - 1
+    for t in range(ntile):
+        if c.ltiles != NULL:
+            free(c.ltiles[t].u)
+        if c.utiles != NULL:
+            free(c.utiles[t].u)
+    free(c.ltiles)
+    free(c.utiles)
+    free(c.lcoef)
+    c.ltiles = NULL
+    c.utiles = NULL
+    c.lcoef = NULL
+
+
+cdef object _copy_array(const void* src, int rows, int cols, dtype):
+    """A (rows x cols) numpy copy of column-major data at ``src``."""
+    out = np.empty((cols, rows), dtype=dtype)
+    if rows * cols:
+        memcpy(cnp.PyArray_DATA(out), src, rows * cols * out.itemsize)
+    return out.T
 
 
 #: Consecutive cblks share one allocation until it holds this many bytes; a cblk at
@@ -125,6 +165,9 @@ cdef class Storage:
         LU: a Uᵀ panel beside each L panel.
     owners : int32 array (ncblk), optional
         The owner of each cblk; all 0 (this process) by default.
+    compress : bool array (ncblk), optional
+        Cblks compressed once factored (just-in-time block low-rank): each gets panels
+        of its own, freed when the factorization replaces them by tiles.
     rank : int
         The owner this process is.
     group_bytes : int
@@ -142,7 +185,7 @@ cdef class Storage:
     cdef object _offsets  # each cblk's offset in its group's arrays
 
     def __cinit__(self, Structure structure, dtype, bint two_factors, owners=None,
-                  int rank=0, group_bytes=GROUP_BYTES):
+                  int rank=0, group_bytes=GROUP_BYTES, compress=None):
         cdef idx_t k, g, ngroup = 0, total = 0, isz, limit
         cdef int8_t code
         cdef cnp.ndarray L, U
@@ -161,6 +204,11 @@ cdef class Storage:
             raise ValueError("owners needs one entry per cblk")
         cdef const int32_t[::1] owner = owner_arr
         cdef const idx_t[::1] sizes = structure.panel_sizes()
+        alone_arr = np.zeros(self.ncblk, dtype=np.int8) if compress is None \
+            else np.ascontiguousarray(compress, dtype=np.int8)
+        if alone_arr.shape[0] != self.ncblk:
+            raise ValueError("compress needs one entry per cblk")
+        cdef const int8_t[::1] alone = alone_arr
         # Groups: consecutive held cblks, closed once they reach group_bytes; a cblk of
         # group_bytes or more is a group by itself. offsets: each cblk's in its group.
         offsets = np.zeros(self.ncblk, dtype=np.int64)
@@ -168,7 +216,7 @@ cdef class Storage:
         group_size = np.zeros(self.ncblk + 1, dtype=np.int64)
         cdef idx_t[::1] off = offsets, start = starts, gsize = group_size
         for k in range(self.ncblk):
-            if owner[k] != rank:
+            if owner[k] != rank or alone[k]:
                 continue
             if ngroup == 0 or total * isz >= limit or sizes[k] * isz >= limit:
                 start[ngroup] = k
@@ -191,7 +239,7 @@ cdef class Storage:
             self._arrays.append((L, U))
             self.entries += gsize[g] * (2 if two_factors else 1)
             for k in range(start[g], start[g + 1]):
-                if owner[k] != rank:
+                if owner[k] != rank or alone[k]:
                     continue
                 self.cblk[k].lcoef = <char*>cnp.PyArray_DATA(L) + off[k] * isz
                 if two_factors:
@@ -200,9 +248,91 @@ cdef class Storage:
             self.cblk[k].storage = DENSE if owner[k] == rank else ABSENT
             self.cblk[k].dtype = code
             self.cblk[k].owner = owner[k]
+            self.cblk[k].ld = structure.B.stride[k]
+            if owner[k] == rank and alone[k]:
+                # Panels of its own (zeroed, faulted in as they are written), freed once
+                # compressed.
+                self.cblk[k].compress = 1
+                self.cblk[k].lcoef = calloc(sizes[k], isz)
+                if two_factors:
+                    self.cblk[k].ucoef = calloc(sizes[k], isz)
+                if self.cblk[k].lcoef == NULL or (two_factors and self.cblk[k].ucoef == NULL):
+                    raise MemoryError("cannot allocate the panels of a compressed cblk")
+                self.entries += sizes[k] * (2 if two_factors else 1)
 
     def __dealloc__(self):
+        cdef idx_t k
+        if self.cblk == NULL:
+            return
+        for k in range(self.ncblk):
+            if self.cblk[k].storage == LOWRANK:
+                free_tiles(&self.structure.B, k, &self.cblk[k])
+            elif self.cblk[k].compress:
+                free(self.cblk[k].lcoef)
+                free(self.cblk[k].ucoef)
         free(self.cblk)
+
+    def tiles(self):
+        """The tiles of the compressed cblks, a dict of arrays with one entry per tile:
+        ``cblk``, ``blok``, ``factor`` (0 for L, 1 for Uᵀ), ``rows``, ``cols`` and
+        ``rank`` (-1 where the tile stayed dense); and per compressed cblk (``cblks``),
+        the scalars it holds (``held``) and the seconds spent compressing it
+        (``seconds``)."""
+        cdef const Blocks* B = &self.structure.B
+        cdef idx_t k, b, t
+        cdef int f
+        cdef Tile* tiles
+        rows = []
+        per = []
+        for k in range(self.ncblk):
+            if self.cblk[k].storage != LOWRANK:
+                continue
+            per.append((k, self.cblk[k].held, self.cblk[k].seconds))
+            for f in range(2 if self.two_factors else 1):
+                tiles = self.cblk[k].ltiles if f == 0 else self.cblk[k].utiles
+                for b in range(B.bloknum[k] + 1, B.bloknum[k + 1]):
+                    t = b - B.bloknum[k] - 1
+                    rows.append((k, b, f, blok_rows(B, b), cblk_width(B, k), tiles[t].rank))
+        arr = np.array(rows, dtype=np.int64).reshape(-1, 6)
+        out = {name: arr[:, i].copy()
+               for i, name in enumerate(("cblk", "blok", "factor", "rows", "cols", "rank"))}
+        p = np.array(per, dtype=np.float64).reshape(-1, 3)
+        out["cblks"] = p[:, 0].astype(np.int64)
+        out["held"] = p[:, 1].astype(np.int64)
+        out["seconds"] = p[:, 2].copy()
+        return out
+
+    def tile(self, idx_t k, idx_t b, factor="L"):
+        """Blok b of a compressed cblk k: ``(U, Bt)`` arrays (copies) whose product is the
+        tile, or ``(dense, None)`` where it stayed dense."""
+        cdef const Blocks* B = &self.structure.B
+        cdef Tile* t
+        cdef int h, w
+        if k < 0 or k >= self.ncblk or self.cblk[k].storage != LOWRANK:
+            raise ValueError(f"cblk {k} is not compressed")
+        if b <= B.bloknum[k] or b >= B.bloknum[k + 1]:
+            raise IndexError(f"blok {b} is not an off-diagonal blok of cblk {k}")
+        if factor not in ("L", "U") or (factor == "U" and not self.two_factors):
+            raise ValueError(f"no {factor} factor in this storage")
+        t = &(self.cblk[k].ltiles if factor == "L" else self.cblk[k].utiles)[b - B.bloknum[k] - 1]
+        h, w = blok_rows(B, b), cblk_width(B, k)
+        isz = self.dtype.itemsize
+        if t.rank < 0:
+            return _copy_array(t.u, h, w, self.dtype), None
+        return _copy_array(t.u, h, t.rank, self.dtype), _copy_array(t.bt, t.rank, w, self.dtype)
+
+    def diagonal_block(self, idx_t k):
+        """Cblk k's diagonal block (width x width, a copy), dense or compressed."""
+        if k < 0 or k >= self.ncblk or self.cblk[k].storage == ABSENT:
+            raise ValueError(f"cblk {k} is not held here")
+        w = self.structure.fcol[k + 1] - self.structure.fcol[k]
+        full = _copy_array(self.cblk[k].lcoef, self.cblk[k].ld, w, self.dtype)
+        return np.ascontiguousarray(full[:w])
+
+    @property
+    def compressed_cblks(self):
+        """How many cblks are held compressed."""
+        return sum(1 for k in range(self.ncblk) if self.cblk[k].storage == LOWRANK)
 
     @property
     def nbytes(self):
@@ -210,14 +340,18 @@ cdef class Storage:
         return int(self.entries) * self.dtype.itemsize
 
     def describe(self, idx_t k):
-        """Cblk k's descriptor as a dict: storage, dtype, owner."""
+        """Cblk k's descriptor as a dict: storage, dtype, owner, and where compressed the
+        scalars it holds."""
         if k < 0 or k >= self.ncblk:
             raise IndexError(f"cblk {k} out of range")
-        return {
+        out = {
             "storage": STORAGE_NAMES[self.cblk[k].storage],
             "dtype": self.dtype,
             "owner": int(self.cblk[k].owner),
         }
+        if self.cblk[k].storage == LOWRANK:
+            out["held"] = int(self.cblk[k].held)
+        return out
 
     def panel(self, idx_t k, factor="L"):
         """Cblk k's panel as a read-only (stride x width) array view, ``factor`` "L" or "U"."""
@@ -227,6 +361,13 @@ cdef class Storage:
             raise ValueError(f"cblk {k} has no dense panel here ({self.describe(k)['storage']})")
         if factor not in ("L", "U") or (factor == "U" and not self.two_factors):
             raise ValueError(f"no {factor} factor in this storage")
+        if self.cblk[k].compress:
+            # Panels of its own (it was to be compressed and was not).
+            view = _copy_array(self.cblk[k].lcoef if factor == "L" else self.cblk[k].ucoef,
+                               self.structure.stride[k],
+                               self.structure.fcol[k + 1] - self.structure.fcol[k], self.dtype)
+            view.flags.writeable = False
+            return view
         g = int(np.searchsorted(self.group_start, k, side="right") - 1)
         arr = self._arrays[g][0 if factor == "L" else 1]
         width = self.structure.fcol[k + 1] - self.structure.fcol[k]
@@ -236,21 +377,32 @@ cdef class Storage:
         view.flags.writeable = False
         return view
 
+    def count_held(self):
+        """Recount :attr:`entries` after a factorization compressed cblks: their panels
+        are gone, their diagonal blocks and tiles held instead."""
+        cdef idx_t k
+        cdef const idx_t[::1] sizes = self.structure.panel_sizes()
+        for k in range(self.ncblk):
+            if self.cblk[k].storage == LOWRANK and self.cblk[k].compress:
+                self.entries += self.cblk[k].held - sizes[k] * (2 if self.two_factors else 1)
+                self.cblk[k].compress = 0  # counted
+
     def freeze(self):
         """Make the panels read-only to Python (the kernels write through the descriptors)."""
         for L, U in self._arrays:
             L.flags.writeable = False
             U.flags.writeable = False
 
-    cdef int check(self, Structure structure, int code) except -1:
-        """Raise unless this storage is for ``structure`` and holds ``code`` scalars."""
+    cdef int check(self, Structure structure, int code, bint dense_only=True) except -1:
+        """Raise unless this storage is for ``structure`` and holds ``code`` scalars, each
+        cblk as a dense panel (or, unless ``dense_only``, compressed)."""
         cdef idx_t k
         if structure is not self.structure:
             raise ValueError("the storage is not for this block structure")
         for k in range(self.ncblk):
             if self.cblk[k].dtype != code:
                 raise ValueError(f"cblk {k} is stored in another precision than the kernel's")
-            if self.cblk[k].storage != DENSE:
+            if self.cblk[k].storage != DENSE and (dense_only or self.cblk[k].storage != LOWRANK):
                 raise ValueError(f"cblk {k} is not held here as a dense panel")
         return 0
 
@@ -343,6 +495,18 @@ cdef inline void add_entries(const Entries* E, scalar* a, idx_t k) noexcept nogi
             a[E.pos64[i]] += val[i]
 
 
+# ---------------------------------------------------------------------------- compression
+
+cdef struct Compression:
+    # Just-in-time block low-rank: how the off-diagonal bloks of the cblks marked
+    # ``compress`` are compressed once their panel is factored (compress.pxi).
+    int method  # LR_RRQR, LR_SVD or LR_RANDOMIZED (lowrank.pxi)
+    double tol  # absolute: each tile's ‖T - U Bt‖_F ≤ tol
+    double max_ratio  # a tile is kept low-rank only at a rank ≤ max_ratio min(h, w)
+    int min_height  # shorter bloks stay dense
+    int power  # the randomized method's power iterations
+
+
 # ---------------------------------------------------------------------------- one factorization
 
 cdef struct FactorState:
@@ -358,3 +522,5 @@ cdef struct FactorState:
     signed char* pert  # 1 where a pivot was replaced (static pivoting)
     Entries al  # A's entries of L's panels
     Entries au  # and of Uᵀ's (LU)
+    Compression lr  # for the cblks whose descriptor says compress
+    int* nomem  # set to 1 when a compressed cblk's work memory could not be allocated

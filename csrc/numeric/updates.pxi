@@ -280,13 +280,21 @@ cdef void apply_updates(Scheduler* S, const FactorState* P, idx_t k, scalar* wor
     one (NULL: a single thread), the same updates run in the same order. ``tmp``
     (free once the panel is factored) holds the scatters' row runs.
 
-    The kernels follow the storage of source and target: dense panels are all there is
-    today (Storage.check refuses the others before a driver starts); compressed tiles
-    get theirs here.
+    The kernels follow the storage of the source: a dense panel's are below, a
+    compressed cblk's (just-in-time block low-rank) in lrupdates.pxi. Targets are
+    dense panels (a cblk is compressed only once factored, when all its updates are in).
     """
     cdef const Blocks* B = &P.B
     cdef idx_t b, g, e, f, end = B.bloknum[k + 1]
     cdef int H
+    if P.cblk[k].storage == LOWRANK:
+        if apply_updates_lowrank(S, P, k, work, <idx_t*>tmp) < 0:
+            P.nomem[0] = 1
+            if S != NULL:
+                omp_set_lock(&S.qlock)
+                S.abort = 1
+                omp_unset_lock(&S.qlock)
+        return
     g = B.bloknum[k] + 1
     while g < end:
         if S != NULL and (S.abort or S.failcblk < k):

@@ -52,7 +52,16 @@ def release_free_memory():
 
 
 def factorize_numeric(
-    B, analysis, layout, amap, kind, pivot_tol, dtype=None, progress=None, threads=None
+    B,
+    analysis,
+    layout,
+    amap,
+    kind,
+    pivot_tol,
+    dtype=None,
+    progress=None,
+    threads=None,
+    compression=None,
 ):
     """Assemble B into panels and factor them.
 
@@ -80,6 +89,9 @@ def factorize_numeric(
         thread, the reference the threaded run agrees with to rounding (and what a
         process forked from one that ran threads gets: GNU OpenMP does not survive
         fork).
+    compression : pastixpy.compression.Compression, optional
+        Block low-rank compression of the wide cblks, each as soon as it is factored
+        (their panels are allocated apart, and freed when compressed).
 
     Returns
     -------
@@ -104,7 +116,12 @@ def factorize_numeric(
         release_free_memory()
         check_memory(needed, "the factors", memory_advice(kind, B.dtype, dtype))
     try:
-        storage = _numeric.Storage(layout.structure, dtype, kind.two_factors)
+        storage = _numeric.Storage(
+            layout.structure,
+            dtype,
+            kind.two_factors,
+            compress=None if compression is None else compression.candidates(layout),
+        )
     except MemoryError:
         raise OutOfMemoryError(
             f"the factors need {needed / 2**30:.2f} GiB, which could not be allocated; "
@@ -135,6 +152,7 @@ def factorize_numeric(
             pivots,
             threads,
             progress,
+            None if compression is None else compression.kernel_params(B),
         )
     if failed >= 0:
         column = int(analysis.perm[failed])

@@ -1,0 +1,212 @@
+"""Block low-rank compression of the factors: the ``compress=`` option, which cblks are
+compressed, the kernels' parameters, and the statistics of the result.
+
+The kernels are in ``csrc/numeric/`` (``lowrank.pxi``: the compression of one tile;
+``compress.pxi``: a factored panel replaced by tiles; ``lrupdates.pxi``: the updates a
+compressed cblk sends; ``solve.pxi``: the sweeps on tiles). The strategy is PaStiX's
+*just-in-time*: a cblk at least ``min_width`` columns wide accumulates its updates
+dense; once its diagonal block is factored and the panel below it solved, each
+off-diagonal blok at least ``min_height`` rows tall is compressed at the tolerance
+(and kept dense where its rank would exceed ``max_ratio`` of its smaller side), the
+dense panel is freed, and the updates it sends go through the tiles' ranks. Wide
+separators are cut into compact clusters by the analysis
+(:func:`pastixpy.clusters.cluster_supernodes`) so that a tile couples two compact
+patches of the domain and its rank stays small.
+
+The tolerance ``tol`` is relative to ‖B‖_F, the Frobenius norm of the matrix as
+factored (after scaling): each tile T is replaced by U Bt with ‖T − U Bt‖_F ≤ tol‖B‖_F
+(Higham and Mary's global threshold, with which BLR factorizations are backward stable
+with error about tol). ``norm="absolute"`` takes ``tol`` as it is.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .clusters import CLUSTER_SIZE, check_cluster_size
+from .errors import OptionError
+
+#: What ``compress=("blr", {...})`` accepts.
+COMPRESS_PARAMETERS = {
+    "tol",
+    "strategy",
+    "method",
+    "min_width",
+    "min_height",
+    "max_ratio",
+    "norm",
+    "clusters",
+}
+STRATEGIES = ("jit",)
+METHODS = ("rrqr", "svd", "randomized")
+
+
+@dataclass(frozen=True)
+class Compression:
+    """The validated ``compress=`` option (see :func:`parse_compress`).
+
+    Attributes
+    ----------
+    tol : float
+        Tolerance of each tile, relative to ‖B‖_F (``norm="matrix"``) or absolute.
+    strategy : str
+        ``"jit"``: just-in-time (each cblk compressed as soon as it is factored).
+    method : str
+        ``"rrqr"`` (column-pivoted QR stopped at the tolerance), ``"svd"`` (truncated
+        SVD: smallest ranks, slowest), ``"randomized"`` (adaptive range finder).
+    min_width : int
+        Cblks narrower than this stay dense.
+    min_height : int
+        Bloks shorter than this stay dense.
+    max_ratio : float
+        A tile whose rank at the tolerance is above ``max_ratio * min(h, w)`` stays
+        dense (its low-rank form would cost about as much to store and apply).
+    norm : str
+        ``"matrix"`` or ``"absolute"``.
+    clusters : (int, int)
+        Sizes of the clusters the analysis cuts wide separators into.
+    """
+
+    tol: float = 1e-8
+    strategy: str = "jit"
+    method: str = "rrqr"
+    min_width: int = 128
+    min_height: int = 20
+    max_ratio: float = 0.5
+    norm: str = "matrix"
+    clusters: tuple = CLUSTER_SIZE
+
+    def absolute_tol(self, B):
+        """The tolerance each tile is compressed to, for the preprocessed matrix B."""
+        if self.norm == "absolute":
+            return self.tol
+        return self.tol * float(np.linalg.norm(B.data))
+
+    def candidates(self, layout):
+        """Which cblks are compressed once factored (int8 mask): those at least
+        ``min_width`` wide with a blok at least ``min_height`` tall."""
+        width = np.diff(layout.fcol)
+        heights = layout.lrow - layout.frow + 1
+        off = np.ones(heights.shape[0], dtype=bool)
+        off[layout.bloknum[:-1]] = False  # diagonal blocks
+        tall = off & (heights >= self.min_height)
+        owner = np.repeat(np.arange(layout.ncblk), np.diff(layout.bloknum))
+        has_tall = np.bincount(owner[tall], minlength=layout.ncblk) > 0
+        return ((width >= self.min_width) & has_tall).astype(np.int8)
+
+    def kernel_params(self, B):
+        """What :func:`pastixpy._numeric.factorize` takes as ``compression``."""
+        return {
+            "method": self.method,
+            "tol": self.absolute_tol(B),
+            "max_ratio": self.max_ratio,
+            "min_height": self.min_height,
+        }
+
+
+def parse_compress(value):
+    """``compress=`` as a :class:`Compression`, or None (no compression).
+
+    Accepts None or False, a tolerance (a positive number), ``"blr"`` (the defaults),
+    or ``("blr", {parameters})``.
+    """
+    if value is None or value is False:
+        return None
+    if isinstance(value, bool):
+        raise OptionError("compress=True is ambiguous: give a tolerance, e.g. compress=1e-8")
+    if isinstance(value, (int, float, np.floating, np.integer)):
+        return _validated({"tol": float(value)})
+    if value == "blr":
+        return Compression()
+    if (
+        isinstance(value, tuple)
+        and len(value) == 2
+        and value[0] == "blr"
+        and isinstance(value[1], dict)
+    ):
+        return _validated(dict(value[1]))
+    raise OptionError(
+        f"compress={value!r} is not understood: give None, a tolerance (compress=1e-8), "
+        "'blr' or ('blr', {'tol': 1e-8, 'strategy': 'jit', ...})"
+    )
+
+
+def _validated(kw):
+    unknown = set(kw) - COMPRESS_PARAMETERS
+    if unknown:
+        raise OptionError(
+            f"compress got unknown parameter(s) {sorted(unknown)}; accepted: "
+            f"{sorted(COMPRESS_PARAMETERS)}"
+        )
+    c = Compression(**{k: v for k, v in kw.items() if k != "clusters"})
+    if not (isinstance(c.tol, (int, float)) and 0 < c.tol < 1):
+        raise OptionError(f"compress tol must be in (0, 1), got {c.tol!r}")
+    if c.strategy not in STRATEGIES:
+        if c.strategy == "minmem":
+            raise OptionError(
+                "compress strategy 'minmem' (minimal memory) is not available yet: use 'jit'"
+            )
+        raise OptionError(f"unknown compress strategy {c.strategy!r}: choose one of {STRATEGIES}")
+    if c.method not in METHODS:
+        raise OptionError(f"unknown compress method {c.method!r}: choose one of {METHODS}")
+    for name in ("min_width", "min_height"):
+        v = getattr(c, name)
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise OptionError(f"compress {name} must be a positive integer, got {v!r}")
+    if not (isinstance(c.max_ratio, (int, float)) and 0 < c.max_ratio <= 1):
+        raise OptionError(f"compress max_ratio must be in (0, 1], got {c.max_ratio!r}")
+    if c.norm not in ("matrix", "absolute"):
+        raise OptionError(f"compress norm must be 'matrix' or 'absolute', got {c.norm!r}")
+    if "clusters" in kw:
+        c = Compression(**{**c.__dict__, "clusters": check_cluster_size(kw["clusters"])})
+    return c
+
+
+#: The rank histogram's bins: [low, high] ranks, the last one open.
+RANK_BINS = ((0, 0), (1, 4), (5, 8), (9, 16), (17, 32), (33, 64), (65, 128), (129, None))
+
+
+def rank_histogram(ranks):
+    """How many of ``ranks`` fall in each of :data:`RANK_BINS`, keyed "low-high"."""
+    out = {}
+    for lo, hi in RANK_BINS:
+        key = str(lo) if hi == lo else f">{lo - 1}" if hi is None else f"{lo}-{hi}"
+        inside = ranks >= lo if hi is None else (ranks >= lo) & (ranks <= hi)
+        out[key] = int(inside.sum())
+    return out
+
+
+def compression_stats(compression, storage, layout, tol_absolute):
+    """``stats["compression"]``: what was compressed and what it saved.
+
+    ``full_rank_bytes`` is what the same factors take uncompressed (the
+    ``factor_bytes`` of a factorization without ``compress``), ``ratio`` the bytes held
+    over that; ranks are of the low-rank tiles, dense tiles counted apart.
+    """
+    copies = 2 if storage.two_factors else 1
+    itemsize = storage.dtype.itemsize
+    full = copies * layout.size * itemsize
+    t = storage.tiles()
+    rank = t["rank"]
+    low = rank[rank >= 0]
+    # Scalars of the compressed cblks' panels had they stayed dense.
+    dense_of_compressed = copies * int(layout.panel_sizes[t["cblks"]].sum())
+    return {
+        "tol": compression.tol,
+        "norm": compression.norm,
+        "tol_absolute": float(tol_absolute),
+        "strategy": compression.strategy,
+        "method": compression.method,
+        "full_rank_bytes": int(full),
+        "ratio": float(storage.nbytes / full) if full else 1.0,
+        "compressed_cblks": int(t["cblks"].size),
+        "candidate_bytes": int(dense_of_compressed * itemsize),
+        "compressed_bytes": int(t["held"].sum() * itemsize),
+        "tiles": int(rank.size),
+        "lowrank_tiles": int(low.size),
+        "dense_tiles": int((rank < 0).sum()),
+        "mean_rank": float(low.mean()) if low.size else 0.0,
+        "max_rank": int(low.max()) if low.size else 0,
+        "rank_histogram": rank_histogram(low),
+        "seconds": float(t["seconds"].sum()),
+    }
