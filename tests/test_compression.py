@@ -91,53 +91,70 @@ def test_every_kind_and_dtype_against_scipy(kind, dtype, make):
     assert 1e-6 < e <= 0.1
 
 
-def test_tiles_rebuild_the_factor_within_the_tolerance():
-    """L rebuilt from the dense panels, diagonal blocks and tiles reproduces P A Pᵀ = L Lᵀ
-    to about tol ‖A‖_F, the only error being the truncations (an independent check of the
-    updates through the ranks and of the stored tiles)."""
+@pytest.mark.parametrize("kind", ["llt", "ldlt", "lu"])
+def test_tiles_rebuild_the_factor_within_the_tolerance(kind):
+    """The factors rebuilt densely from the panels, diagonal blocks and tiles reproduce
+    P A Pᵀ (L Lᵀ, L D Lᵀ, L U) to about tol, the only error being the truncations: an
+    independent check of the updates through the ranks and of the stored tiles. The
+    matrices are diagonally dominant, so that no local pivoting permutes them."""
     A = lap3d(8)
-    kind = KINDS["llt"]
-    an = analyze(A, kind="llt", clusters=(16, 32))
+    if kind == "lu":
+        A = perturbed(A, seed=4)
+    an = analyze(A, kind=kind, clusters=(16, 32))
     layout = PanelLayout.from_symbol(an.symbol)
-    amap = AssemblyMap.build(A, an.iperm, layout, False)
+    amap = AssemblyMap.build(A, an.iperm, layout, KINDS[kind].two_factors)
+    P = A[an.perm][:, an.perm].toarray()
     for tol in (1e-4, 1e-8):
         comp = Compression(tol=tol, min_width=16, min_height=4, max_ratio=1.0, norm="absolute")
-        F = factorize_numeric(A, an, layout, amap, kind, 1e-300, threads=1, compression=comp)
+        F = factorize_numeric(A, an, layout, amap, KINDS[kind], 1e-300, threads=1,
+                              compression=comp)
+        if kind != "llt":
+            assert np.array_equal(F.pivots.lperm, np.arange(A.shape[0]))
         storage = F.storage
         assert storage.compressed_cblks > 0
-        L = dense_factor(layout, storage)
-        P = A[an.perm][:, an.perm].toarray()
-        err = np.linalg.norm(P - L @ L.T)
+        L, U = dense_factors(layout, storage, kind)
+        if kind == "llt":
+            product = L @ L.T
+        elif kind == "ldlt":
+            d = np.diag(L).copy()
+            np.fill_diagonal(L, 1.0)
+            product = (L * d) @ L.T
+        else:
+            product = L @ U
+        err = np.linalg.norm(P - product)
         ntiles = storage.tiles()["rank"].size
-        # Each tile within tol; the error of L Lᵀ gathers them, times ‖L‖ ≈ sqrt(‖A‖).
-        assert err <= 10 * tol * np.sqrt(ntiles) * np.linalg.norm(L, 2)
+        # Each tile within tol; the error of the product gathers them, times ‖L‖.
+        assert err <= 10 * tol * np.sqrt(ntiles) * np.linalg.norm(L, 2) ** 2
         if tol == 1e-4:
             assert err >= 1e-3 * tol  # it did compress
 
 
-def dense_factor(layout, storage):
+def dense_factors(layout, storage, kind):
+    """L (its diagonal blocks as stored) and, for LU, U, as dense arrays."""
     n = int(layout.fcol[-1])
     L = np.zeros((n, n))
+    U = np.zeros((n, n)) if kind == "lu" else None
     for k in range(layout.ncblk):
         f0, f1 = layout.fcol[k], layout.fcol[k + 1]
-        w = f1 - f0
-        blocks = range(layout.bloknum[k], layout.bloknum[k + 1])
-        if storage.describe(k)["storage"] == "dense":
-            panel = storage.panel(k)
-            for b in blocks:
-                rows = np.arange(layout.frow[b], layout.lrow[b] + 1)
-                L[rows, f0:f1] = panel[layout.bcoef[b] : layout.bcoef[b] + rows.size]
-            L[f0:f1, f0:f1] = np.tril(L[f0:f1, f0:f1])  # above: unused (updates' scratch)
-        else:
-            for b in blocks:
-                rows = np.arange(layout.frow[b], layout.lrow[b] + 1)
-                if b == layout.bloknum[k]:
-                    continue
-                U, Bt = storage.tile(k, b)
-                L[rows, f0:f1] = U if Bt is None else U @ Bt
-            L[f0:f1, f0:f1] = np.tril(storage.diagonal_block(k))
-        assert w > 0
-    return L
+        diag = storage.diagonal_block(k)
+        L[f0:f1, f0:f1] = np.tril(diag)
+        if kind == "lu":
+            np.fill_diagonal(L[f0:f1, f0:f1], 1.0)
+            U[f0:f1, f0:f1] = np.triu(diag)
+        dense = storage.describe(k)["storage"] == "dense"
+        for b in range(layout.bloknum[k] + 1, layout.bloknum[k + 1]):
+            rows = np.arange(layout.frow[b], layout.lrow[b] + 1)
+            for factor in ("L", "U") if kind == "lu" else ("L",):
+                if dense:
+                    block = storage.panel(k, factor)[layout.bcoef[b] : layout.bcoef[b] + rows.size]
+                else:
+                    Ut, Bt = storage.tile(k, b, factor)
+                    block = Ut if Bt is None else Ut @ Bt
+                if factor == "L":
+                    L[rows, f0:f1] = block
+                else:
+                    U[f0:f1, rows] = block.T
+    return L, U
 
 
 @pytest.mark.parametrize("kind", ["llt", "ldlt", "lu"])

@@ -1,9 +1,12 @@
 # The updates a compressed (LOWRANK) cblk sends to the dense panels of the cblks it faces
 # (just-in-time block low-rank: targets are still dense when they receive them). For
 # each pair of tiles i ≥ j, target(rows of i, columns of j) -= Left_i · op(Right_j),
-# computed through the ranks: a low-rank tile U Bt never grows back to h x w before
-# the last product, which is accumulated straight into the target (blok i's rows are
-# contiguous there, and blok j's rows are contiguous columns).
+# computed through the ranks: a low-rank tile U Bt never grows back to h x w before the
+# last product. A column blok j's products with all the rows below it are made into a
+# buffer laid out as the dense updates' (update_products) and subtracted from the
+# target under its lock by the dense updates' scatter (update_scatter); with a
+# low-rank Right_j = U Bt, the rows Left_i op(Bt) are stacked first so that the
+# expansion by op(U) is one product for the column.
 #
 # Left and right by kind, as in the dense updates (updates.pxi): LLᵀ L and L (op: the
 # kind's transpose), LDLᵀ L D and L, LU L and Uᵀ into L's panels and Uᵀ and L into Uᵀ's.
@@ -27,45 +30,21 @@ cdef inline Side tile_side(const Tile* t, int h) noexcept nogil:
     return s
 
 
-cdef void side_product(char op, int w, const Side* a, const Side* b, scalar* dst, int ldd,
-                       scalar* work, scalar* work2, bint into) noexcept nogil:
-    """dst -= A · op(B) (or, ``into``, dst = A · op(B)), A h_a x w and B h_b x w given as
-    :c:type:`Side`. ``work`` and ``work2`` hold h_a x h_b scalars each (ranks are at
-    most the rows)."""
+cdef void dense_right_product(char op, int w, const Side* a, const Side* b, scalar* dst,
+                              int ldd, scalar* work) noexcept nogil:
+    """dst = A · op(B) for a dense B (h_b x w), A h_a x w given as a :c:type:`Side`
+    (low-rank: through its rank, ``work`` holding r_a x h_b scalars)."""
     cdef scalar one = 1, zero = 0
-    cdef scalar mone = 1 if into else -1  # the last product's factor, and what it adds to
-    cdef scalar keep = 0 if into else 1
-    cdef int ha = a.rows, hb = b.rows, ra = a.rank, rb = b.rank, i, j
-    cdef scalar* au = <scalar*>a.u
-    cdef scalar* ay = <scalar*>a.y
-    cdef scalar* bu = <scalar*>b.u
-    cdef scalar* by = <scalar*>b.y
-    if ra == 0 or rb == 0:
-        if into:
-            for j in range(hb):
-                for i in range(ha):
-                    dst[i + j * ldd] = 0
-        return
-    if ra < 0 and rb < 0:
-        gemm(c'N', op, ha, hb, w, mone, au, ha, bu, hb, keep, dst, ldd)
-    elif rb < 0:
-        # U_a (Y_a op(B)): r_a x h_b in the middle.
-        gemm(c'N', op, ra, hb, w, one, ay, ra, bu, hb, zero, work, ra)
-        gemm(c'N', c'N', ha, hb, ra, mone, au, ha, work, ra, keep, dst, ldd)
+    cdef int ha = a.rows, hb = b.rows, ra = a.rank, i, j
+    if ra == 0:
+        for j in range(hb):
+            for i in range(ha):
+                dst[i + j * ldd] = 0
     elif ra < 0:
-        # (A op(Bt_b)) op(U_b): h_a x r_b in the middle.
-        gemm(c'N', op, ha, rb, w, one, au, ha, by, rb, zero, work, ha)
-        gemm(c'N', op, ha, hb, rb, mone, work, ha, bu, hb, keep, dst, ldd)
+        gemm(c'N', op, ha, hb, w, one, <scalar*>a.u, ha, <scalar*>b.u, hb, zero, dst, ldd)
     else:
-        # M = Y_a op(Bt_b), r_a x r_b; then the cheaper of (U_a M) op(U_b) and
-        # U_a (M op(U_b)).
-        gemm(c'N', op, ra, rb, w, one, ay, ra, by, rb, zero, work, ra)
-        if <double>ha * rb * ra + <double>ha * hb * rb <= <double>ra * rb * hb + <double>ha * hb * ra:
-            gemm(c'N', c'N', ha, rb, ra, one, au, ha, work, ra, zero, work2, ha)
-            gemm(c'N', op, ha, hb, rb, mone, work2, ha, bu, hb, keep, dst, ldd)
-        else:
-            gemm(c'N', op, ra, hb, rb, one, work, ra, bu, hb, zero, work2, ra)
-            gemm(c'N', c'N', ha, hb, ra, mone, au, ha, work2, ra, keep, dst, ldd)
+        gemm(c'N', op, ra, hb, w, one, <scalar*>a.y, ra, <scalar*>b.u, hb, zero, work, ra)
+        gemm(c'N', c'N', ha, hb, ra, one, <scalar*>a.u, ha, work, ra, zero, dst, ldd)
 
 
 cdef void times_d(int rows, int w, const scalar* x, int ldx, scalar* y, int ldy,
@@ -112,7 +91,9 @@ cdef int apply_updates_lowrank(Scheduler* S, const FactorState* P, idx_t k, scal
     cdef size_t nleft = 0
     cdef scalar* work
     cdef scalar* prod
-    cdef int M
+    cdef scalar* stack
+    cdef int M, copies
+    cdef char op = c'T' if P.ops.two_factors else P.ops.tr
     cdef scalar* lefts = NULL
     cdef scalar* p
     cdef Side* left
@@ -122,12 +103,13 @@ cdef int apply_updates_lowrank(Scheduler* S, const FactorState* P, idx_t k, scal
         hmax = max(hmax, blok_rows(B, i))
         t = i - b0
         nleft += <size_t>(c.ltiles[t].rank if c.ltiles[t].rank >= 0 else blok_rows(B, i)) * w
-    # Work: two h x h products, then (with threads) the buffered products of one column
-    # blok, all rows below it (twice for LU).
-    work = <scalar*>malloc((<size_t>2 * hmax * hmax + (0 if S == NULL else
-                            <size_t>(B.stride[k] - w) * hmax * (2 if P.ops.two_factors else 1)))
+    # Work: an h x h product; the stacked left products of one column blok (all rows
+    # below it, at most h columns; LU: twice); the products (twice for LU).
+    copies = 2 if P.ops.two_factors else 1
+    work = <scalar*>malloc(<size_t>hmax * (hmax + <size_t>(B.stride[k] - w) * 2 * copies)
                            * sizeof(scalar))
-    prod = work + <size_t>2 * hmax * hmax
+    stack = work + <size_t>hmax * hmax
+    prod = stack + <size_t>(B.stride[k] - w) * hmax * copies
     left = <Side*>malloc(3 * max(ntile, 1) * sizeof(Side))
     if P.ops.scaled_left:
         lefts = <scalar*>malloc(max(nleft, 1) * sizeof(scalar))
@@ -162,18 +144,36 @@ cdef int apply_updates_lowrank(Scheduler* S, const FactorState* P, idx_t k, scal
         if S != NULL and (S.abort or S.failcblk < k):
             break
         f = B.fcblk[j]
-        if S == NULL or omp_test_lock(&S.locks[f]):
-            # The target is free: the products go straight into it.
-            direct_products(P, j, end, f, w, left - b0, right - b0, uside - b0, work,
-                            work + hmax * hmax)
+        M = B.stride[k] - B.bcoef[j]
+        h = blok_rows(B, j)
+        if P.ops.two_factors:
+            r = min(uside[j - b0].rank, right[j - b0].rank)
         else:
-            # Another thread updates it: the products into our buffer (as the dense
-            # updates', update_products), subtracted under the lock once it is free.
-            M = B.stride[k] - B.bcoef[j]
-            h = blok_rows(B, j)
-            buffered_products(P, j, end, w, left - b0, right - b0, uside - b0, prod, M,
-                              work, work + hmax * hmax)
-            omp_set_lock(&S.locks[f])
+            r = right[j - b0].rank
+        if r > 0:
+            # Low-rank right operands: the stacked rows (no lock), then one expansion
+            # per run of the target's rows, under its lock.
+            stack_products(P, j, j, end, w, op, left - b0,
+                           &(uside if P.ops.two_factors else right)[j - b0], stack, M, work)
+            if P.ops.two_factors:
+                stack_products(P, j, j + 1, end, w, op, uside - b0, &right[j - b0],
+                               stack + <size_t>M * hmax, M, work)
+            if S != NULL:
+                omp_set_lock(&S.locks[f])
+            expand_column(P, k, j, f, left - b0, right - b0, uside - b0, op, stack, M,
+                          stack + <size_t>M * hmax, prod, runs)
+        else:
+            # A dense (or rank 0) right operand (LU: either): the products into a buffer
+            # laid out as the dense updates' (update_products), subtracted by their
+            # scatter.
+            dense_products(P, j, j, end, w, op, left - b0,
+                           &(uside if P.ops.two_factors else right)[j - b0], prod, M, stack,
+                           work)
+            if P.ops.two_factors:
+                dense_products(P, j, j + 1, end, w, op, uside - b0, &right[j - b0],
+                               prod + <size_t>M * h, M, stack, work)
+            if S != NULL:
+                omp_set_lock(&S.locks[f])
             update_scatter(P, k, j, j, h, prod, runs)
         if S != NULL:
             release_target(S, f)
@@ -183,53 +183,96 @@ cdef int apply_updates_lowrank(Scheduler* S, const FactorState* P, idx_t k, scal
     return 0
 
 
-cdef void direct_products(const FactorState* P, idx_t j, idx_t end, idx_t f, int w,
-                          const Side* left, const Side* right, const Side* uside,
-                          scalar* work, scalar* work2) noexcept nogil:
-    """Column blok j's updates (with the bloks i >= j) subtracted straight from the
-    panel(s) of f, the cblk j faces. ``left``, ``right``, ``uside`` are indexed by blok."""
+
+
+cdef void dense_products(const FactorState* P, idx_t j, idx_t first, idx_t end, int w, char op,
+                         const Side* left, const Side* right, scalar* out, int M,
+                         scalar* stack, scalar* work) noexcept nogil:
+    """out(rows of bloks i = first..end-1, h_j columns) = Left_i op(Right): M x h_j with
+    blok i's rows from row bcoef[i] - bcoef[j] (as update_products lays them out).
+    ``left`` is indexed by blok; ``work`` holds h x h scalars, ``stack`` M x h (used
+    for a low-rank Right)."""
     cdef const Blocks* B = &P.B
-    cdef idx_t i, fb = B.bloknum[f], sf = B.stride[f], f0 = B.fcol[f]
-    cdef idx_t col = (B.frow[j] - f0) * sf
-    cdef scalar* fl = <scalar*>P.cblk[f].lcoef
-    cdef scalar* fu = <scalar*>P.cblk[f].ucoef
-    for i in range(j, end):
-        # Blok i's rows in f's panel; its columns are blok j's rows.
-        if not P.ops.two_factors:
-            side_product(P.ops.tr, w, &left[i], &right[j], fl + row_in(B, f, i, &fb) + col, sf,
-                         work, work2, False)
-            continue
-        side_product(c'T', w, &left[i], &uside[j], fl + row_in(B, f, i, &fb) + col, sf, work,
-                     work2, False)
-        if i == j:
-            continue
-        if B.fcblk[i] == f:
-            # Uᵀ's rows i facing f: f's diagonal block above its diagonal, which L's
-            # panel holds transposed: (rows of j, columns of i) -= L_j Uᵀ_iᵀ.
-            side_product(c'T', w, &left[j], &uside[i], fl + (B.frow[j] - f0)
-                         + (B.frow[i] - f0) * sf, sf, work, work2, False)
+    cdef scalar one = 1, zero = 0
+    cdef idx_t i, r0 = B.bcoef[j], row
+    cdef int c, q, rows
+    cdef scalar* dst
+    if first >= end:
+        return
+    if right.rank > 0:
+        stack_products(P, j, first, end, w, op, left, right, stack, M, work)
+        row = B.bcoef[first] - r0
+        rows = B.bcoef[end - 1] + blok_rows(B, end - 1) - B.bcoef[first]
+        gemm(c'N', op, rows, right.rows, right.rank, one, stack + row, M, <scalar*>right.u,
+             right.rows, zero, out + row, M)
+        return
+    for i in range(first, end):
+        dst = out + (B.bcoef[i] - r0)
+        if right.rank == 0:
+            for c in range(right.rows):
+                for q in range(left[i].rows):
+                    dst[q + <size_t>c * M] = 0
         else:
-            side_product(c'T', w, &uside[i], &right[j], fu + row_in(B, f, i, &fb) + col, sf,
-                         work, work2, False)
+            dense_right_product(op, w, &left[i], right, dst, M, work)
 
 
-cdef void buffered_products(const FactorState* P, idx_t j, idx_t end, int w,
-                            const Side* left, const Side* right, const Side* uside,
-                            scalar* prod, int M, scalar* work, scalar* work2) noexcept nogil:
-    """Column blok j's updates into ``prod`` laid out as :func:`update_products` lays out
-    a group of one blok (M rows from blok j down, h_j columns; LU's Uᵀ products after
-    them), for :func:`update_scatter`."""
+cdef void stack_products(const FactorState* P, idx_t j, idx_t first, idx_t end, int w, char op,
+                         const Side* left, const Side* right, scalar* stack, int M,
+                         scalar* work) noexcept nogil:
+    """For a low-rank Right = U Bt (rank r > 0): stack(rows of bloks i = first..end-1, r
+    columns) = Left_i op(Bt), laid out as :func:`dense_products`; the update is then
+    stack op(U) (:func:`expand_column`). ``work`` holds h x h scalars."""
     cdef const Blocks* B = &P.B
+    cdef scalar one = 1, zero = 0
     cdef idx_t i, r0 = B.bcoef[j]
-    cdef int h = blok_rows(B, j)
-    cdef scalar* second = prod + <size_t>M * h
-    for i in range(j, end):
-        if not P.ops.two_factors:
-            side_product(P.ops.tr, w, &left[i], &right[j], prod + (B.bcoef[i] - r0), M, work,
-                         work2, True)
-            continue
-        side_product(c'T', w, &left[i], &uside[j], prod + (B.bcoef[i] - r0), M, work, work2,
-                     True)
-        if i > j:  # (the rows of j itself are not read: update_scatter starts below)
-            side_product(c'T', w, &uside[i], &right[j], second + (B.bcoef[i] - r0), M, work,
-                         work2, True)
+    cdef int rb = right.rank, ra, hi, c, q
+    cdef scalar* by = <scalar*>right.y
+    cdef scalar* dst
+    for i in range(first, end):
+        ra = left[i].rank
+        hi = left[i].rows
+        dst = stack + (B.bcoef[i] - r0)
+        if ra < 0:
+            gemm(c'N', op, hi, rb, w, one, <scalar*>left[i].u, hi, by, rb, zero, dst, M)
+        elif ra == 0:
+            for c in range(rb):
+                for q in range(hi):
+                    dst[q + <size_t>c * M] = 0
+        else:
+            gemm(c'N', op, ra, rb, w, one, <scalar*>left[i].y, ra, by, rb, zero, work, ra)
+            gemm(c'N', c'N', hi, rb, ra, one, <scalar*>left[i].u, hi, work, ra, zero, dst, M)
+
+
+cdef void expand_column(const FactorState* P, idx_t k, idx_t j, idx_t f, const Side* left,
+                        const Side* right, const Side* uside, char op, scalar* stack, int M,
+                        scalar* stack2, scalar* work, idx_t* runs) noexcept nogil:
+    """Subtract column blok j's update from cblk f's panel(s), from the stacks of
+    :func:`stack_products`: stack op(U) run by run of f's rows (update_rows: long runs
+    accumulated in place, short ones through ``work``). LU: L's panel takes the stack
+    of L's rows times Uᵀ_j's U; ``stack2`` (Uᵀ's rows times L_j's Bt) goes to f's
+    diagonal block above its diagonal (transposed) for the bloks facing f, to Uᵀ's
+    panel for the others."""
+    cdef const Blocks* B = &P.B
+    cdef scalar one = 1, zero = 0
+    cdef idx_t sf = B.stride[f], f0 = B.fcol[f], col = (B.frow[j] - f0) * sf, e, nrun
+    cdef idx_t r0 = B.bcoef[j], end = B.bloknum[k + 1]
+    cdef int h = blok_rows(B, j), rows
+    cdef const Side* rl = &(uside if P.ops.two_factors else right)[j]
+    nrun = row_runs(B, k, j, f, runs)
+    update_rows(stack, M, <scalar*>rl.u, h, h, rl.rank, op, lpanel(P, f, stack) + col, sf, runs,
+                nrun, work, False)
+    if not P.ops.two_factors:
+        return
+    e = j + 1
+    while e < end and B.fcblk[e] == f:
+        e += 1
+    if e > j + 1:
+        rows = B.bcoef[e] - B.bcoef[j + 1] if e < end else M - (B.bcoef[j + 1] - r0)
+        gemm(c'N', c'T', rows, h, right[j].rank, one, stack2 + (B.bcoef[j + 1] - r0), M,
+             <scalar*>right[j].u, h, zero, work, rows)
+        scatter_sub_transposed(B, work, rows, B.bcoef[j + 1], h, j + 1, e, j, f,
+                               lpanel(P, f, stack))
+    if e < end:
+        nrun = row_runs(B, k, e, f, runs)
+        update_rows(stack2 + (B.bcoef[e] - r0), M, <scalar*>right[j].u, h, h, right[j].rank,
+                    c'T', upanel(P, f, stack) + col, sf, runs, nrun, work, False)

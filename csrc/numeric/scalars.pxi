@@ -5,7 +5,7 @@ import numpy as np
 cimport numpy as cnp
 from cpython.exc cimport PyErr_CheckSignals
 from cpython.ref cimport PyObject
-from cython.parallel cimport parallel, threadid
+from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport fabs, sqrt
 from libc.stdint cimport INT64_MAX, int8_t, int32_t, int64_t
 from libc.stdlib cimport calloc, free, malloc

@@ -119,6 +119,24 @@ cdef struct CblkStore:
     double seconds  # LOWRANK: time spent compressing
 
 
+cdef enum:
+    PAGE_BYTES = 4096
+
+
+cdef void touch_pages(char* start, size_t nbytes, int threads) noexcept nogil:
+    """Write a zero into each page of fresh zeroed memory, on ``threads`` threads.
+
+    A page first read (a gemm accumulating into a panel, A's entries added into it) maps
+    the shared zero page, and its first write then replaces it: a second fault, and a
+    TLB flush on every core running the process. Written first, each page faults once.
+    """
+    cdef ssize_t i, npages = <ssize_t>((nbytes + PAGE_BYTES - 1) // PAGE_BYTES)
+    if npages <= 0:
+        return
+    for i in prange(npages, num_threads=max(threads, 1), schedule="static"):
+        start[i * PAGE_BYTES] = 0
+
+
 cdef void free_tiles(const Blocks* B, idx_t k, CblkStore* c) noexcept nogil:
     """Free a LOWRANK cblk's diagonal block and tiles."""
     cdef idx_t t, ntile = B.bloknum[k + 1] - B.bloknum[k] - 1
@@ -152,8 +170,8 @@ GROUP_BYTES = 32 * 2**20
 cdef class Storage:
     """The factors' coefficients, with one descriptor per cblk (see :c:type:`CblkStore`).
 
-    Panels are allocated zeroed (pages are faulted in by the thread that assembles A
-    into them), by groups of consecutive cblks of about ``group_bytes``; a cblk larger
+    Panels are allocated zeroed and their pages faulted in by writes (:func:`touch_pages`),
+    by groups of consecutive cblks of about ``group_bytes``; a cblk larger
     than that is a group by itself. Cblks whose owner is not ``rank`` get no panel.
 
     Parameters
@@ -168,6 +186,9 @@ cdef class Storage:
     compress : bool array (ncblk), optional
         Cblks compressed once factored (just-in-time block low-rank): each gets panels
         of its own, freed when the factorization replaces them by tiles.
+    touch_threads : int
+        Threads that fault the panels' pages in (see :func:`touch_pages`): those of
+        the factorization, so that first-touch memory placement follows them.
     rank : int
         The owner this process is.
     group_bytes : int
@@ -185,7 +206,7 @@ cdef class Storage:
     cdef object _offsets  # each cblk's offset in its group's arrays
 
     def __cinit__(self, Structure structure, dtype, bint two_factors, owners=None,
-                  int rank=0, group_bytes=GROUP_BYTES, compress=None):
+                  int rank=0, group_bytes=GROUP_BYTES, compress=None, int touch_threads=1):
         cdef idx_t k, g, ngroup = 0, total = 0, isz, limit
         cdef int8_t code
         cdef cnp.ndarray L, U
@@ -237,6 +258,8 @@ cdef class Storage:
             L = np.zeros(gsize[g], dtype=self.dtype)
             U = np.zeros(gsize[g] if two_factors else 0, dtype=self.dtype)
             self._arrays.append((L, U))
+            touch_pages(<char*>cnp.PyArray_DATA(L), L.nbytes, touch_threads)
+            touch_pages(<char*>cnp.PyArray_DATA(U), U.nbytes, touch_threads)
             self.entries += gsize[g] * (2 if two_factors else 1)
             for k in range(start[g], start[g + 1]):
                 if owner[k] != rank or alone[k]:
@@ -258,6 +281,9 @@ cdef class Storage:
                     self.cblk[k].ucoef = calloc(sizes[k], isz)
                 if self.cblk[k].lcoef == NULL or (two_factors and self.cblk[k].ucoef == NULL):
                     raise MemoryError("cannot allocate the panels of a compressed cblk")
+                touch_pages(<char*>self.cblk[k].lcoef, sizes[k] * isz, touch_threads)
+                if two_factors:
+                    touch_pages(<char*>self.cblk[k].ucoef, sizes[k] * isz, touch_threads)
                 self.entries += sizes[k] * (2 if two_factors else 1)
 
     def __dealloc__(self):

@@ -121,6 +121,7 @@ def factorize_numeric(
             dtype,
             kind.two_factors,
             compress=None if compression is None else compression.candidates(layout),
+            touch_threads=kernel_threads(threads_asked(analysis, layout, threads)),
         )
     except MemoryError:
         raise OutOfMemoryError(
@@ -136,10 +137,7 @@ def factorize_numeric(
     # as threads the OpenMP and BLAS threads that wait spinning after a region take
     # the caller's core from it through the calls that follow.
     small = is_small(analysis)
-    threads = available_cores() if threads is None else int(threads)
-    if small or layout.ncblk < 2:
-        threads = 1
-    threads = kernel_threads(threads)
+    threads = kernel_threads(threads_asked(analysis, layout, threads))
     with blas_threads(1 if threads > 1 or small else None):
         _, failed = _numeric.factorize(
             layout.structure,
@@ -166,6 +164,15 @@ def factorize_numeric(
     storage.freeze()
     pivots.freeze()
     return Factors(kind, layout, storage, pivots, threads)
+
+
+def threads_asked(analysis, layout, threads):
+    """The threads a factorization runs on: ``threads`` (None: every core), but one for
+    small ones (:func:`is_small`) and single cblks."""
+    threads = available_cores() if threads is None else int(threads)
+    if is_small(analysis) or layout.ncblk < 2:
+        threads = 1
+    return threads
 
 
 def memory_advice(kind, matrix_dtype, factor_dtype):
