@@ -45,15 +45,19 @@ PRECISIONS = ("double", "mixed", "single")
 
 
 def base_name(name):
-    """The solver of a name: ``pastixpy`` for ``pastixpy:mixed``."""
-    return name.split(":", 1)[0]
+    """The solver of a name: ``pastixpy`` for ``pastixpy:mixed`` or ``pastixpy+blr1e-8``."""
+    return name.split("+", 1)[0].split(":", 1)[0]
 
 
 def adapter(name, A, structure, threads):
-    """The adapter running solver ``name`` (``pastixpy:PRECISION`` included)."""
-    base, _, precision = name.partition(":")
+    """The adapter running solver ``name``: pastixpy's names are
+    ``pastixpy[:PRECISION][+blrTOL | +pcTOL]``, ``+blrTOL`` compressing the factors at
+    TOL (solves refined by GMRES), ``+pcTOL`` using factors compressed at TOL as the
+    preconditioner of scipy's GMRES to a relative residual of 1e-10."""
+    head, _, compress = name.partition("+")
+    base, _, precision = head.partition(":")
     if base == "pastixpy":
-        return PastixSolver(A, structure, threads, precision or "double")
+        return PastixSolver(A, structure, threads, precision or "double", compress or None)
     return ADAPTERS[base](A, structure, threads)
 
 
@@ -86,19 +90,35 @@ def not_applicable(name, structure):
 
 class PastixSolver:
     """pastixpy.factorize with its defaults (kind and ordering "auto"), in a precision
-    ("double", "mixed", "single"); the analysis is timed inside it."""
+    ("double", "mixed", "single"), with block low-rank compression or not (``compress``:
+    ``"blrTOL"`` or ``"pcTOL"``, see :func:`adapter`); the analysis is timed inside it."""
 
-    def __init__(self, A, structure, threads, precision="double"):
+    #: GMRES of the preconditioner mode: relative residual and restart.
+    PC_RTOL, PC_RESTART = 1e-10, 100
+
+    def __init__(self, A, structure, threads, precision="double", compress=None):
         import pastixpy
 
         self.pastixpy = pastixpy
         self.A, self.threads, self.precision = A, threads, precision
+        self.mode, self.tol = None, None
+        if compress is not None:
+            self.mode = "pc" if compress.startswith("pc") else "blr"
+            self.tol = float(compress[len(self.mode) :])
+        self.iterations = []
 
     def analyze(self):
         pass  # factorize() runs the whole pipeline; factor() splits its time below
 
     def factor(self):
-        self.F = self.pastixpy.factorize(self.A, threads=self.threads, precision=self.precision)
+        extra = {}
+        if self.mode is not None:
+            extra["compress"] = self.tol
+        if self.mode == "pc":
+            extra["refine"] = "none"
+        self.F = self.pastixpy.factorize(
+            self.A, threads=self.threads, precision=self.precision, **extra
+        )
 
     def split(self, seconds):
         """Everything factorize() did besides the numeric factorization and its check solve
@@ -111,10 +131,31 @@ class PastixSolver:
         return seconds
 
     def solve(self, B):
-        return self.F.solve(B)
+        if self.mode != "pc":
+            X = self.F.solve(B)
+            self.iterations.append(self.F.stats["refinement_steps"])
+            return X
+        import scipy.sparse.linalg as sla
+
+        M = self.F.aspreconditioner()
+        cols = B.reshape(B.shape[0], -1)
+        X = np.empty(cols.shape, dtype=np.result_type(self.A.dtype, B.dtype))
+        for j in range(cols.shape[1]):
+            count = [0]
+
+            def tick(_, count=count):
+                count[0] += 1
+
+            X[:, j], _ = sla.gmres(
+                self.A, cols[:, j], M=M, rtol=self.PC_RTOL, restart=self.PC_RESTART,
+                maxiter=10, callback=tick, callback_type="pr_norm",
+            )
+            self.iterations.append(count[0])
+        return X.reshape(B.shape)
 
     def info(self):
         s, n = self.F.stats, self.A.shape[0]
+        c = s.get("compression") or {}
         nnz = s["nnz_L"] if s["kind"] != "lu" else 2 * s["nnz_L"] - n
         return {
             "nnz_factor": int(nnz),
@@ -128,6 +169,12 @@ class PastixSolver:
             "precision": s["precision"],
             "factor_dtype": s["factor_dtype"],
             "precision_fallback": s["precision_fallback"],
+            "compression_ratio": c.get("ratio"),
+            "full_rank_bytes": c.get("full_rank_bytes"),
+            "mean_rank": c.get("mean_rank"),
+            "compression_seconds": c.get("seconds"),
+            "refinement": s["refinement"],
+            "gmres_iterations": self.iterations[0] if self.iterations else None,
         }
 
 

@@ -1,0 +1,146 @@
+"""Block low-rank compression against our full rank and CHOLMOD, in the same run.
+
+Usage::
+
+    PYTHONPATH=. python benchmarks/blr.py [--problems lap3d-60,lap3d-80] [--threads 1,2]
+        [--runs 3] [--variants blr1e-8,pc1e-4,mixed+blr1e-8] [--json out.json]
+
+For each problem and thread count, in fresh processes (``worker.py``, medians of
+``--runs``): pastixpy full rank, each compressed variant, and CHOLMOD (SPD problems,
+when installed). Variants: ``blrTOL`` factors compressed at TOL (relative to ‖B‖_F),
+solves refined by GMRES to a backward error of 1e-12; ``pcTOL`` the compressed factors
+(no refinement) as the preconditioner of scipy's GMRES to a relative residual of 1e-10;
+``mixed+blrTOL`` single-precision compressed factors refined to double. Columns:
+
+- numeric factorization seconds and its ratio to our full rank's (same thread count);
+- factorization + one solve (analysis included, as ``total`` in run.py) and its ratio
+  to our full rank's and to CHOLMOD's;
+- stored factor bytes over double full rank's (``stored``), peak memory of the run over
+  full rank's;
+- the 1-right-hand-side solve's GMRES iterations (refinement steps or scipy's), and
+  the worst backward error of the 1- and 16-right-hand-side solves.
+
+The ratios are medians of per-run ratios (runs paired in order), so that the shared
+machine's noise mostly cancels. OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are unset for the
+workers (run.py does the same).
+"""
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import scipy.sparse as sp
+from problems import all_problems, select
+from run import median, reexec_without_slow_env, spawn
+from solvers import availability
+
+HERE = Path(__file__).resolve().parent
+MiB = 2**20
+
+
+def factor_plus_solve(r):
+    s = r["seconds"]
+    return (s["analysis"] or 0.0) + s["factor"] + (s.get("verify") or 0.0) + s["solve1"]
+
+
+def paired(runs, refs, key):
+    """Median of key(run) / key(ref) over the runs paired in order (both ok)."""
+    pairs = [(r, p) for r, p in zip(runs, refs, strict=True) if r["status"] == p["status"] == "ok"]
+    return median([key(r) / key(p) for r, p in pairs]) if pairs else None
+
+
+def fmt(x, spec):
+    return "—" if x is None else format(x, spec)
+
+
+HEADER = (
+    "| problem | thr | solver | factor s | / full | fact+solve s | / full | / CHOLMOD | stored "
+    "| peak MiB | peak / full | GMRES its | mean rank | backward err |\n"
+    "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+)
+
+
+def main():
+    reexec_without_slow_env()
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--problems", default="lap3d-60,lap3d-80")
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--variants", default="blr1e-8,pc1e-4,mixed+blr1e-8")
+    ap.add_argument("--timeout", type=int, default=1800)
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    problems, _ = all_problems()
+    chosen = select(problems, [w for w in args.problems.split(",") if w])
+    threads = [int(t) for t in args.threads.split(",")]
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    names = ["pastixpy"] + [
+        f"pastixpy:{v.split('+')[0]}+{v.split('+')[1]}" if "+" in v else f"pastixpy+{v}"
+        for v in variants
+    ]
+    have_cholmod = availability("cholmod")[0]
+    records = []
+    print(HEADER, flush=True)
+    with tempfile.TemporaryDirectory() as work:
+        for problem in chosen:
+            path = Path(work) / f"{problem.name}.npz"
+            A = sp.csc_matrix(problem.build())
+            sp.save_npz(path, A)
+            solvers = names + (["cholmod"] if have_cholmod and problem.structure == "spd" else [])
+            for t in threads:
+                raw = {name: [] for name in solvers}
+                for _ in range(args.runs):
+                    # Interleaved: each round runs every solver once, so that a slow spell
+                    # of the machine hits them all.
+                    for name in solvers:
+                        raw[name].append(spawn(path, name, t, problem.structure, args.timeout))
+                full = raw["pastixpy"]
+                chol = raw.get("cholmod")
+                for name in solvers:
+                    runs = raw[name]
+                    ok = [r for r in runs if r["status"] == "ok"]
+                    if not ok:
+                        print(f"| {problem.label} | {t} | {name} | {runs[0].get('error')} |")
+                        continue
+                    full_bytes = median([r.get("full_rank_bytes") or r["factor_bytes"] for r in ok])
+                    ref_bytes = median(
+                        [r["factor_bytes"] for r in full if r["status"] == "ok"]
+                    )
+                    rec = {
+                        "problem": problem.name,
+                        "threads": t,
+                        "solver": name,
+                        "factor_s": median([r["seconds"]["factor"] for r in ok]),
+                        "factor_ratio": paired(runs, full, lambda r: r["seconds"]["factor"]),
+                        "total_s": median([factor_plus_solve(r) for r in ok]),
+                        "total_ratio": paired(runs, full, factor_plus_solve),
+                        "cholmod_ratio": paired(runs, chol, factor_plus_solve) if chol else None,
+                        "stored": median([r["factor_bytes"] for r in ok]) / ref_bytes
+                        if name != "cholmod"
+                        else None,
+                        "peak_mib": median([r["peak_bytes"] for r in ok]) / MiB,
+                        "peak_ratio": paired(runs, full, lambda r: r["peak_bytes"]),
+                        "gmres": median([r.get("gmres_iterations") for r in ok]),
+                        "mean_rank": median([r.get("mean_rank") for r in ok]),
+                        "berr": max(r["backward_error"] for r in ok),
+                        "full_rank_bytes": full_bytes,
+                        "runs_ok": len(ok),
+                    }
+                    records.append(rec)
+                    print(
+                        f"| {problem.label} | {t} | {name} | {fmt(rec['factor_s'], '.2f')} "
+                        f"| {fmt(rec['factor_ratio'], '.2f')} | {fmt(rec['total_s'], '.2f')} "
+                        f"| {fmt(rec['total_ratio'], '.2f')} | {fmt(rec['cholmod_ratio'], '.2f')} "
+                        f"| {fmt(rec['stored'], '.3f')} | {fmt(rec['peak_mib'], '.0f')} "
+                        f"| {fmt(rec['peak_ratio'], '.2f')} | {fmt(rec['gmres'], '.0f')} "
+                        f"| {fmt(rec['mean_rank'], '.1f')} | {fmt(rec['berr'], '.1e')} |",
+                        flush=True,
+                    )
+    if args.json:
+        Path(args.json).write_text(json.dumps(records, indent=1))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
