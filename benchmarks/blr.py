@@ -32,12 +32,25 @@ import tempfile
 from pathlib import Path
 
 import scipy.sparse as sp
-from problems import all_problems, select
+from problems import Problem, all_problems, select
 from run import median, reexec_without_slow_env, spawn
 from solvers import availability
 
+from pastixpy.gallery import PROBLEMS
+
 HERE = Path(__file__).resolve().parent
 MiB = 2**20
+
+
+def generated(name):
+    """A problem of the gallery named NAME-SIZE (``lap3d-100``, ``helmholtz3d-40``,
+    ``elast3d-20``), for sizes run.py's list does not have."""
+    base, _, size = name.rpartition("-")
+    if base not in PROBLEMS or not size.isdigit():
+        return None
+    p = PROBLEMS[base]
+    return Problem(name, f"{p.description.split(',')[0]} {size}", p.structure,
+                   lambda: p(int(size)), 3 if "3d" in base else 2)
 
 
 def factor_plus_solve(r):
@@ -73,7 +86,10 @@ def main():
     ap.add_argument("--json")
     args = ap.parse_args()
     problems, _ = all_problems()
-    chosen = select(problems, [w for w in args.problems.split(",") if w])
+    wanted = [w for w in args.problems.split(",") if w]
+    extra = [generated(w) for w in wanted if not any(p.name.startswith(w) for p in problems)]
+    problems += [p for p in extra if p is not None]
+    chosen = select(problems, wanted)
     threads = [int(t) for t in args.threads.split(",")]
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     names = ["pastixpy"] + [

@@ -277,6 +277,14 @@ class Factorization:
             dtype=self.dtype,
         )
 
+    def draw(self, ax=None, cmap="viridis"):
+        """Draw the factor's block structure with matplotlib, compressed tiles coloured by
+        rank (see :func:`pastixpy.compression.draw_blocks`); returns the Axes."""
+        from .compression import draw_blocks
+
+        factors = self._factors
+        return draw_blocks(factors.layout, factors.storage, ax=ax, cmap=cmap)
+
     def slogdet(self):
         """Sign and natural log of |det(A)|, like ``numpy.linalg.slogdet``.
 

@@ -210,3 +210,66 @@ def compression_stats(compression, storage, layout, tol_absolute):
         "rank_histogram": rank_histogram(low),
         "seconds": float(t["seconds"].sum()),
     }
+
+
+def draw_blocks(layout, storage, ax=None, cmap="viridis"):
+    """Draw the factor's block structure, each off-diagonal tile coloured by its rank
+    relative to its smaller side (dense tiles grey, diagonal blocks black).
+
+    Parameters
+    ----------
+    layout : PanelLayout
+    storage : Storage
+    ax : matplotlib Axes, optional
+        Where to draw (a new figure's by default).
+    cmap : str
+        The colour map of rank / min(rows, columns).
+
+    Returns
+    -------
+    matplotlib Axes
+
+    Raises
+    ------
+    ImportError
+        matplotlib is not installed (``pip install matplotlib``).
+    """
+    try:
+        import matplotlib.pyplot as plt
+        from matplotlib.collections import PatchCollection
+        from matplotlib.patches import Rectangle
+    except ImportError as exc:  # an optional dependency
+        raise ImportError("F.draw() needs matplotlib: pip install matplotlib") from exc
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 6))
+    n = int(layout.fcol[-1])
+    ranks = {}
+    t = storage.tiles()
+    for k, b, f, r, h, w in zip(t["cblk"], t["blok"], t["factor"], t["rank"], t["rows"], t["cols"]):
+        if f == 0:
+            ranks[int(b)] = r / min(h, w) if r >= 0 else None
+    diag, dense, low, values = [], [], [], []
+    for k in range(layout.ncblk):
+        f0, f1 = int(layout.fcol[k]), int(layout.fcol[k + 1])
+        for b in range(layout.bloknum[k], layout.bloknum[k + 1]):
+            rect = Rectangle((f0, layout.frow[b]), f1 - f0, layout.lrow[b] - layout.frow[b] + 1)
+            if b == layout.bloknum[k]:
+                diag.append(rect)
+            elif ranks.get(b) is None:
+                dense.append(rect)
+            else:
+                low.append(rect)
+                values.append(ranks[b])
+    ax.add_collection(PatchCollection(diag, facecolor="black", edgecolor="none"))
+    ax.add_collection(PatchCollection(dense, facecolor="0.6", edgecolor="none"))
+    tiles = PatchCollection(low, cmap=cmap, edgecolor="none")
+    tiles.set_array(values)
+    tiles.set_clim(0, 0.5)
+    ax.add_collection(tiles)
+    if low:
+        plt.colorbar(tiles, ax=ax, label="rank / min(rows, columns)")
+    ax.set_xlim(0, n)
+    ax.set_ylim(n, 0)
+    ax.set_aspect("equal")
+    ax.set_title("diagonal blocks black, dense tiles grey")
+    return ax

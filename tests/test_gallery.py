@@ -11,6 +11,7 @@ from pastixpy.gallery import (
     convection_diffusion3d,
     elasticity3d,
     helmholtz2d,
+    helmholtz3d,
     laplacian,
     saddle_point,
 )
@@ -177,6 +178,22 @@ def test_helmholtz_values():
     assert np.isclose(d[0, 4], 4 / h**2 - k**2 - robin)
     assert np.isclose(d[0, 0], 4 / h**2 - k**2 - 2 * robin)
     assert np.all(A.diagonal().imag <= 0)
+    off = A - sp.diags_array(A.diagonal())
+    assert np.allclose(off.data, -1 / h**2)
+
+
+def test_helmholtz3d_values_and_pattern():
+    n, ppw = 7, 10
+    A = helmholtz3d(n, ppw=ppw)
+    assert same_pattern(A, laplacian((n, n, n)))
+    assert abs(A - A.T).max() == 0 and abs(A - A.conj().T).max() > 0
+    h = 1 / (n + 1)
+    k = 2 * np.pi / (ppw * h)
+    d = A.diagonal().reshape(n, n, n)
+    robin = 1 / (1 - 1j * k * h) / h**2
+    assert np.isclose(d[3, 3, 3], 6 / h**2 - k**2)
+    assert np.isclose(d[0, 3, 3], 6 / h**2 - k**2 - robin)
+    assert np.isclose(d[0, 0, 0], 6 / h**2 - k**2 - 3 * robin)
     off = A - sp.diags_array(A.diagonal())
     assert np.allclose(off.data, -1 / h**2)
 
