@@ -15,6 +15,8 @@
 #   diagonal.pxi   the factorization of one diagonal block: potrf, Bunch-Kaufman, LU
 #   compress.pxi   just-in-time block low-rank: a factored panel replaced by tiles
 #   lrupdates.pxi  a compressed cblk's updates, through the tiles' ranks
+#   minmem.pxi     minimal memory: a cblk's panel made when it is factored, its updates
+#                  gathered then (left-looking)
 #   updates.pxi    a cblk's updates of the cblks it faces, dispatched on its storage
 #   factorize.pxi  assembly of A, one cblk's factorization, progress, sequential driver
 #   scheduler.pxi  the threaded driver: cblks factored as their updates arrive (OpenMP)
@@ -30,6 +32,7 @@ include "numeric/structure.pxi"
 include "numeric/diagonal.pxi"
 include "numeric/compress.pxi"
 include "numeric/lrupdates.pxi"
+include "numeric/minmem.pxi"
 include "numeric/updates.pxi"
 include "numeric/factorize.pxi"
 include "numeric/scheduler.pxi"

@@ -97,9 +97,11 @@ def _parser():
     )
     s.add_argument(
         "--compress-strategy",
-        choices=["jit"],
+        choices=["jit", "minmem"],
         default="jit",
-        help="when tiles are compressed: jit, each panel once factored (default)",
+        help="jit: each cblk compressed once factored, its panel having received its "
+        "updates (default); minmem: no panel of a compressed cblk before it is factored "
+        "(lower peak memory, a little slower)",
     )
     s.add_argument(
         "--compress-method",

@@ -37,7 +37,10 @@ COMPRESS_PARAMETERS = {
     "norm",
     "clusters",
 }
-STRATEGIES = ("jit",)
+STRATEGIES = ("jit", "minmem")
+
+#: The kernels' codes of the strategies (Storage's ``compress``).
+STRATEGY_CODES = {"jit": 1, "minmem": 2}
 METHODS = ("rrqr", "svd", "randomized")
 
 
@@ -50,7 +53,10 @@ class Compression:
     tol : float
         Tolerance of each tile, relative to ‖B‖_F (``norm="matrix"``) or absolute.
     strategy : str
-        ``"jit"``: just-in-time (each cblk compressed as soon as it is factored).
+        ``"jit"``: just-in-time (each cblk compressed as soon as it is factored, its
+        panel having received its updates dense). ``"minmem"``: minimal memory (no
+        panel of a compressed cblk exists before it is factored: it gathers its
+        updates then, left-looking, and is compressed and freed at once).
     method : str
         ``"rrqr"`` (column-pivoted QR stopped at the tolerance), ``"svd"`` (truncated
         SVD: smallest ranks, slowest), ``"randomized"`` (adaptive range finder).
@@ -84,7 +90,8 @@ class Compression:
 
     def candidates(self, layout):
         """Which cblks are compressed once factored (int8 mask): those at least
-        ``min_width`` wide with a blok at least ``min_height`` tall."""
+        ``min_width`` wide with a blok at least ``min_height`` tall, marked with the
+        strategy's code (:data:`STRATEGY_CODES`)."""
         width = np.diff(layout.fcol)
         heights = layout.lrow - layout.frow + 1
         off = np.ones(heights.shape[0], dtype=bool)
@@ -92,16 +99,37 @@ class Compression:
         tall = off & (heights >= self.min_height)
         owner = np.repeat(np.arange(layout.ncblk), np.diff(layout.bloknum))
         has_tall = np.bincount(owner[tall], minlength=layout.ncblk) > 0
-        return ((width >= self.min_width) & has_tall).astype(np.int8)
+        code = STRATEGY_CODES[self.strategy]
+        return np.where((width >= self.min_width) & has_tall, code, 0).astype(np.int8)
 
-    def kernel_params(self, B):
-        """What :func:`pastixpy._numeric.factorize` takes as ``compression``."""
-        return {
+    def kernel_params(self, B, layout):
+        """What :func:`pastixpy._numeric.factorize` takes as ``compression``: the
+        tolerance and limits, and for minimal memory the bloks facing each cblk."""
+        params = {
             "method": self.method,
             "tol": self.absolute_tol(B),
             "max_ratio": self.max_ratio,
             "min_height": self.min_height,
         }
+        if self.strategy == "minmem":
+            params.update(incoming_bloks(layout))
+        return params
+
+
+def incoming_bloks(layout):
+    """For each cblk f, the off-diagonal bloks of other cblks that face it
+    (``in_blok[in_ptr[f]:in_ptr[f + 1]]``, in blok order: their cblks in order), and
+    the cblk of each blok (``blok_cblk``)."""
+    nblok = layout.fcblk.shape[0]
+    blok_cblk = np.repeat(np.arange(layout.ncblk, dtype=np.int64), np.diff(layout.bloknum))
+    off = np.ones(nblok, dtype=bool)
+    off[layout.bloknum[:-1]] = False
+    bloks = np.flatnonzero(off)
+    order = np.argsort(layout.fcblk[bloks], kind="stable")
+    in_blok = bloks[order].astype(np.int64)
+    counts = np.bincount(layout.fcblk[bloks], minlength=layout.ncblk)
+    in_ptr = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+    return {"in_ptr": in_ptr, "in_blok": in_blok, "blok_cblk": blok_cblk}
 
 
 def parse_compress(value):
@@ -142,10 +170,6 @@ def _validated(kw):
     if not (isinstance(c.tol, (int, float)) and 0 < c.tol < 1):
         raise OptionError(f"compress tol must be in (0, 1), got {c.tol!r}")
     if c.strategy not in STRATEGIES:
-        if c.strategy == "minmem":
-            raise OptionError(
-                "compress strategy 'minmem' (minimal memory) is not available yet: use 'jit'"
-            )
         raise OptionError(f"unknown compress strategy {c.strategy!r}: choose one of {STRATEGIES}")
     if c.method not in METHODS:
         raise OptionError(f"unknown compress method {c.method!r}: choose one of {METHODS}")

@@ -70,14 +70,18 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("strategy", ["jit", "minmem"])
 @pytest.mark.parametrize("kind,dtype,make", CASES, ids=[f"{k}-{np.dtype(d)}" for k, d, _ in CASES])
-def test_every_kind_and_dtype_against_scipy(kind, dtype, make):
+def test_every_kind_and_dtype_against_scipy(kind, dtype, make, strategy):
     A = make()
     assert A.dtype == dtype
     b = A @ np.arange(1, A.shape[0] + 1, dtype=dtype) / A.shape[0]
     single = np.dtype(dtype).char in "fF"
-    F = pastixpy.factorize(A, kind=kind, compress=("blr", {"tol": 1e-3, **SMALL}))
+    F = pastixpy.factorize(
+        A, kind=kind, compress=("blr", {"tol": 1e-3, "strategy": strategy, **SMALL})
+    )
     c = F.stats["compression"]
+    assert c["strategy"] == strategy
     assert c["lowrank_tiles"] > 0 and c["ratio"] < 1.0
     x = F.solve(b)
     reference = sla.spsolve(A.astype(np.complex128 if A.dtype.kind == "c" else np.float64), b)
@@ -91,8 +95,9 @@ def test_every_kind_and_dtype_against_scipy(kind, dtype, make):
     assert 1e-6 < e <= 0.1
 
 
+@pytest.mark.parametrize("strategy", ["jit", "minmem"])
 @pytest.mark.parametrize("kind", ["llt", "ldlt", "lu"])
-def test_tiles_rebuild_the_factor_within_the_tolerance(kind):
+def test_tiles_rebuild_the_factor_within_the_tolerance(kind, strategy):
     """The factors rebuilt densely from the panels, diagonal blocks and tiles reproduce
     P A Pᵀ (L Lᵀ, L D Lᵀ, L U) to about tol, the only error being the truncations: an
     independent check of the updates through the ranks and of the stored tiles. The
@@ -105,7 +110,8 @@ def test_tiles_rebuild_the_factor_within_the_tolerance(kind):
     amap = AssemblyMap.build(A, an.iperm, layout, KINDS[kind].two_factors)
     P = A[an.perm][:, an.perm].toarray()
     for tol in (1e-4, 1e-8):
-        comp = Compression(tol=tol, min_width=16, min_height=4, max_ratio=1.0, norm="absolute")
+        comp = Compression(tol=tol, min_width=16, min_height=4, max_ratio=1.0, norm="absolute",
+                           strategy=strategy)
         F = factorize_numeric(A, an, layout, amap, KINDS[kind], 1e-300, threads=1,
                               compression=comp)
         if kind != "llt":
@@ -157,8 +163,9 @@ def dense_factors(layout, storage, kind):
     return L, U
 
 
+@pytest.mark.parametrize("strategy", ["jit", "minmem"])
 @pytest.mark.parametrize("kind", ["llt", "ldlt", "lu"])
-def test_threads_agree_with_one_thread(kind, monkeypatch):
+def test_threads_agree_with_one_thread(kind, strategy, monkeypatch):
     from pastixpy.numeric import factorize as numeric_factorize
 
     monkeypatch.setattr(numeric_factorize, "PARALLEL_MIN_FLOPS", 0)
@@ -166,7 +173,11 @@ def test_threads_agree_with_one_thread(kind, monkeypatch):
     if kind == "lu":
         A = perturbed(A)
     b = np.ones(A.shape[0])
-    opts = {"kind": kind, "compress": ("blr", {"tol": 1e-6, **SMALL}), "refine": "none"}
+    opts = {
+        "kind": kind,
+        "compress": ("blr", {"tol": 1e-6, "strategy": strategy, **SMALL}),
+        "refine": "none",
+    }
     x1 = pastixpy.factorize(A, threads=1, **opts).solve(b)
     F2 = pastixpy.factorize(A, threads=2, **opts)
     assert F2.stats["threads"] == 2
@@ -279,7 +290,6 @@ def test_a_tolerance_too_loose_to_refine_falls_back_to_full_rank():
         (True, "ambiguous"),
         ("lowrank", "not understood"),
         (("blr", {"tolerance": 1e-8}), "unknown parameter"),
-        (("blr", {"strategy": "minmem"}), "not available"),
         (("blr", {"strategy": "later"}), "unknown compress strategy"),
         (("blr", {"method": "aca"}), "unknown compress method"),
         (("blr", {"tol": 2.0}), "tol must be in"),
@@ -293,6 +303,28 @@ def test_a_tolerance_too_loose_to_refine_falls_back_to_full_rank():
 def test_bad_compress_options_say_what_to_give(value, match):
     with pytest.raises(OptionError, match=match):
         pastixpy.factorize(lap3d(4), compress=value)
+
+
+@pytest.mark.parametrize("kind", ["llt", "ldlt", "lu"])
+def test_minimal_memory_computes_what_just_in_time_does(kind):
+    """The same tiles on one thread (the sums in another order: the same ranks and,
+    to rounding, the same solutions); the compressed cblks' panels exist only while
+    each is factored, so the storage holds no more than the compressed factors."""
+    A = lap3d(10, shift=0.0 if kind == "llt" else 0.5)
+    if kind == "lu":
+        A = perturbed(A)
+    b = np.ones(A.shape[0])
+    out = {}
+    for strategy in ("jit", "minmem"):
+        F = pastixpy.factorize(
+            A, kind=kind, threads=1, refine="none",
+            compress=("blr", {"tol": 1e-6, "strategy": strategy, **SMALL}),
+        )
+        out[strategy] = (F.stats["compression"], F.solve(b), F.stats["factor_bytes"])
+    (cj, xj, bj), (cm, xm, bm) = out["jit"], out["minmem"]
+    assert cj["lowrank_tiles"] == cm["lowrank_tiles"] and cj["mean_rank"] == cm["mean_rank"]
+    assert bj == bm
+    assert np.abs(xj - xm).max() <= 1e-8 * np.abs(xj).max()
 
 
 def test_option_forms():

@@ -21,6 +21,13 @@ cdef idx_t factor_panel(const FactorState* P, idx_t k, scalar* wbuf, scalar* tmp
     cdef scalar* dsub = <scalar*>P.dsub
     cdef int* ipiv
     cdef idx_t e
+    if P.cblk[k].compress == MINIMAL_MEMORY and P.cblk[k].lcoef == NULL:
+        # Its panels are made now, its updates gathered from the cblks facing it.
+        if gather_updates(P, k, wbuf) < 0:
+            P.nomem[0] = 1
+            return -1
+        base = <scalar*>P.cblk[k].lcoef
+        ubase = <scalar*>P.cblk[k].ucoef
     # All updates to k are in: add A, the panel is complete.
     add_entries(&P.al, base, k)
     if P.ops.two_factors:
@@ -121,7 +128,7 @@ cdef void factorize_in_order(FactorState* P, scalar* work, scalar* wbuf, scalar*
         total += cblk_weight(P, k)
     for k in range(P.B.ncblk):
         failed[0] = factor_panel(P, k, wbuf, tmp, count)
-        if failed[0] >= 0:
+        if failed[0] >= 0 or P.nomem[0]:
             return
         apply_updates(NULL, P, k, work, wbuf, tmp)
         if P.nomem[0]:
@@ -182,7 +189,7 @@ def factorize(Structure structure, Storage storage, int kind, double tol, assemb
     cdef scalar[::1] dsub = pivots.dsub
     cdef signed char[::1] pert = pivots.pert
     cdef FactorState P
-    cdef idx_t n = structure.B.fcol[structure.B.ncblk], count = 0, failed = -1
+    cdef idx_t n = structure.B.fcol[structure.B.ncblk], count = 0, failed = -1, k
     cdef idx_t sizes[3]
     cdef int nomem = 0
     cdef list errors = []
@@ -209,6 +216,21 @@ def factorize(Structure structure, Storage storage, int kind, double tol, assemb
     P.au = make_entries(values_u, pos_u, ptr_u, structure)
     P.nomem = &nomem
     P.lr = compression_params(storage, compression)
+    P.in_ptr = P.in_blok = P.blok_cblk = NULL
+    cdef const idx_t[::1] in_ptr, in_blok, blok_cblk
+    if compression is not None and "in_ptr" in compression:
+        in_ptr = compression["in_ptr"]
+        in_blok = compression["in_blok"]
+        blok_cblk = compression["blok_cblk"]
+        if in_ptr.shape[0] != P.B.ncblk + 1 or blok_cblk.shape[0] != P.B.bloknum[P.B.ncblk] \
+                or in_blok.shape[0] != in_ptr[P.B.ncblk]:
+            raise ValueError("compression's incoming bloks do not match the structure")
+        P.in_ptr = &in_ptr[0]
+        P.in_blok = &in_blok[0] if in_blok.shape[0] else NULL
+        P.blok_cblk = &blok_cblk[0]
+    for k in range(P.B.ncblk):
+        if storage.cblk[k].compress == MINIMAL_MEMORY and P.in_ptr == NULL:
+            raise ValueError("minimal-memory cblks need compression's incoming bloks")
     if threads > 1 and P.B.ncblk > 1:
         result = factorize_threaded(&P, threads, &R, errors, work)
         storage.count_held()

@@ -70,116 +70,143 @@ cdef void times_d(int rows, int w, const scalar* x, int ldx, scalar* y, int ldy,
             j += 2
 
 
-cdef inline idx_t row_in(const Blocks* B, idx_t f, idx_t b, idx_t* fb) noexcept nogil:
-    """The row of cblk f's panel where blok b's first row lies (``fb``: a blok of f at or
-    before the one holding it, advanced; bloks asked for in row order)."""
-    while B.lrow[fb[0]] < B.frow[b]:
-        fb[0] += 1
-    return B.bcoef[fb[0]] + (B.frow[b] - B.frow[fb[0]])
+cdef struct LowRankWork:
+    # What a compressed cblk's column updates use: its tiles from blok ``first`` on as
+    # Sides (left: L's, L D's for LDLᵀ; right: L's; uside: Uᵀ's for LU), indexed by blok,
+    # and the work buffers (an h x h product, the stacks, the products).
+    idx_t first
+    int hmax
+    Side* left
+    Side* right
+    Side* uside
+    void* lefts
+    void* work
+    void* stack
+    void* prod
 
 
-cdef int apply_updates_lowrank(Scheduler* S, const FactorState* P, idx_t k, scalar* like,
-                               idx_t* runs) noexcept nogil:
-    """Apply compressed cblk k's updates to the cblks it faces, column blok by column
-    blok (each one target, under its lock with a scheduler). Returns -1 when its work
-    memory could not be allocated (nothing is applied then)."""
+cdef int lowrank_work(const FactorState* P, idx_t k, idx_t first, LowRankWork* L,
+                      scalar* like) noexcept nogil:
+    """Set up ``L`` for compressed cblk k's tiles from blok ``first`` on; -1 when memory
+    ran out (nothing to free then)."""
     cdef const Blocks* B = &P.B
     cdef const CblkStore* c = &P.cblk[k]
-    cdef idx_t b0 = B.bloknum[k] + 1, end = B.bloknum[k + 1], ntile = end - b0
-    cdef idx_t i, j, f, fb, t, fc = B.fcol[k]
-    cdef int w = cblk_width(B, k), hmax = 0, sf, h, r
-    cdef size_t nleft = 0
-    cdef scalar* work
-    cdef scalar* prod
-    cdef scalar* stack
-    cdef int M, copies
-    cdef char op = c'T' if P.ops.two_factors else P.ops.tr
-    cdef scalar* lefts = NULL
+    cdef idx_t b0 = B.bloknum[k] + 1, end = B.bloknum[k + 1], ntile = end - first
+    cdef idx_t i, t, fc = B.fcol[k]
+    cdef int w = cblk_width(B, k), h, r, copies = 2 if P.ops.two_factors else 1
+    cdef size_t nleft = 0, below = B.stride[k] - B.bcoef[first]
     cdef scalar* p
-    cdef Side* left
-    cdef Side* right
-    cdef Side* uside
-    for i in range(b0, end):
-        hmax = max(hmax, blok_rows(B, i))
+    cdef Side* sides
+    L.first = first
+    L.hmax = 0
+    for i in range(first, end):
+        L.hmax = max(L.hmax, blok_rows(B, i))
         t = i - b0
         nleft += <size_t>(c.ltiles[t].rank if c.ltiles[t].rank >= 0 else blok_rows(B, i)) * w
     # Work: an h x h product; the stacked left products of one column blok (all rows
     # below it, at most h columns; LU: twice); the products (twice for LU).
-    copies = 2 if P.ops.two_factors else 1
-    work = <scalar*>malloc(<size_t>hmax * (hmax + <size_t>(B.stride[k] - w) * 2 * copies)
-                           * sizeof(scalar))
-    stack = work + <size_t>hmax * hmax
-    prod = stack + <size_t>(B.stride[k] - w) * hmax * copies
-    left = <Side*>malloc(3 * max(ntile, 1) * sizeof(Side))
-    if P.ops.scaled_left:
-        lefts = <scalar*>malloc(max(nleft, 1) * sizeof(scalar))
-    if work == NULL or left == NULL or (P.ops.scaled_left and lefts == NULL):
-        free(work)
-        free(left)
-        free(lefts)
+    L.work = malloc(<size_t>L.hmax * (L.hmax + below * 2 * copies) * sizeof(scalar))
+    sides = <Side*>malloc(3 * max(ntile, 1) * sizeof(Side))
+    L.lefts = malloc(max(nleft, 1) * sizeof(scalar)) if P.ops.scaled_left else NULL
+    if L.work == NULL or sides == NULL or (P.ops.scaled_left and L.lefts == NULL):
+        free(L.work)
+        free(sides)
+        free(L.lefts)
         return -1
-    right = left + ntile
-    uside = right + ntile
-    # The operands: L's tiles (right, and left but for LDLᵀ's L D), Uᵀ's (LU).
-    p = lefts
-    for t in range(ntile):
-        h = blok_rows(B, b0 + t)
-        right[t] = tile_side(&c.ltiles[t], h)
-        left[t] = right[t]
+    L.stack = <scalar*>L.work + <size_t>L.hmax * L.hmax
+    L.prod = <scalar*>L.stack + below * L.hmax * copies
+    # Indexed by blok: sides[0] is blok ``first``'s.
+    L.left = sides - first
+    L.right = sides + ntile - first
+    L.uside = sides + 2 * ntile - first
+    p = <scalar*>L.lefts
+    for i in range(first, end):
+        t = i - b0
+        h = blok_rows(B, i)
+        L.right[i] = tile_side(&c.ltiles[t], h)
+        L.left[i] = L.right[i]
         if P.ops.two_factors:
-            uside[t] = tile_side(&c.utiles[t], h)
+            L.uside[i] = tile_side(&c.utiles[t], h)
         if P.ops.scaled_left:
             r = c.ltiles[t].rank
             if r >= 0:
                 times_d(r, w, <scalar*>c.ltiles[t].bt, r, p, r, <scalar*>c.lcoef, w,
                         &P.pivtype[fc], &(<scalar*>P.dsub)[fc], P.ops.conj)
-                left[t].y = p
+                L.left[i].y = p
                 p += <size_t>r * w
             else:
                 times_d(h, w, <scalar*>c.ltiles[t].u, h, p, h, <scalar*>c.lcoef, w,
                         &P.pivtype[fc], &(<scalar*>P.dsub)[fc], P.ops.conj)
-                left[t].u = p
+                L.left[i].u = p
                 p += <size_t>h * w
-    for j in range(b0, end):
+    return 0
+
+
+cdef inline void free_lowrank_work(LowRankWork* L) noexcept nogil:
+    free(L.work)
+    free(L.left + L.first)
+    free(L.lefts)
+
+
+cdef void lowrank_column(Scheduler* S, const FactorState* P, idx_t k, idx_t j,
+                         LowRankWork* L, idx_t* runs, scalar* like) noexcept nogil:
+    """Compressed cblk k's column blok j's update of the cblk j faces (under its lock
+    with a scheduler, which the caller releases)."""
+    cdef const Blocks* B = &P.B
+    cdef idx_t end = B.bloknum[k + 1], f = B.fcblk[j]
+    cdef int w = cblk_width(B, k), M = B.stride[k] - B.bcoef[j], h = blok_rows(B, j), r
+    cdef char op = c'T' if P.ops.two_factors else P.ops.tr
+    cdef scalar* work = <scalar*>L.work
+    cdef scalar* stack = <scalar*>L.stack
+    cdef scalar* prod = <scalar*>L.prod
+    cdef Side* rhs = &(L.uside if P.ops.two_factors else L.right)[j]
+    r = min(rhs.rank, L.right[j].rank) if P.ops.two_factors else rhs.rank
+    if r > 0:
+        # Low-rank right operands: the stacked rows (no lock), then one expansion
+        # per run of the target's rows, under its lock.
+        stack_products(P, j, j, end, w, op, L.left, rhs, stack, M, work)
+        if P.ops.two_factors:
+            stack_products(P, j, j + 1, end, w, op, L.uside, &L.right[j],
+                           stack + <size_t>M * L.hmax, M, work)
+        if S != NULL:
+            omp_set_lock(&S.locks[f])
+        expand_column(P, k, j, f, L.left, L.right, L.uside, op, stack, M,
+                      stack + <size_t>M * L.hmax, prod, runs)
+    else:
+        # A dense (or rank 0) right operand (LU: either): the products into a buffer
+        # laid out as the dense updates' (update_products), subtracted by their scatter.
+        dense_products(P, j, j, end, w, op, L.left, rhs, prod, M, stack, work)
+        if P.ops.two_factors:
+            dense_products(P, j, j + 1, end, w, op, L.uside, &L.right[j], prod + <size_t>M * h,
+                           M, stack, work)
+        if S != NULL:
+            omp_set_lock(&S.locks[f])
+        update_scatter(P, k, j, j, h, prod, runs)
+
+
+cdef int apply_updates_lowrank(Scheduler* S, const FactorState* P, idx_t k, scalar* like,
+                               idx_t* runs) noexcept nogil:
+    """Apply compressed cblk k's updates to the cblks it faces, column blok by column
+    blok (each one target, under its lock with a scheduler). Targets that gather their
+    updates themselves (minimal memory) are only counted. Returns -1 when the work
+    memory could not be allocated (nothing is applied then)."""
+    cdef const Blocks* B = &P.B
+    cdef idx_t j, f
+    cdef LowRankWork L
+    if lowrank_work(P, k, B.bloknum[k] + 1, &L, like) < 0:
+        return -1
+    for j in range(B.bloknum[k] + 1, B.bloknum[k + 1]):
         if S != NULL and (S.abort or S.failcblk < k):
             break
         f = B.fcblk[j]
-        M = B.stride[k] - B.bcoef[j]
-        h = blok_rows(B, j)
-        if P.ops.two_factors:
-            r = min(uside[j - b0].rank, right[j - b0].rank)
-        else:
-            r = right[j - b0].rank
-        if r > 0:
-            # Low-rank right operands: the stacked rows (no lock), then one expansion
-            # per run of the target's rows, under its lock.
-            stack_products(P, j, j, end, w, op, left - b0,
-                           &(uside if P.ops.two_factors else right)[j - b0], stack, M, work)
-            if P.ops.two_factors:
-                stack_products(P, j, j + 1, end, w, op, uside - b0, &right[j - b0],
-                               stack + <size_t>M * hmax, M, work)
+        if P.cblk[f].compress == MINIMAL_MEMORY:
             if S != NULL:
                 omp_set_lock(&S.locks[f])
-            expand_column(P, k, j, f, left - b0, right - b0, uside - b0, op, stack, M,
-                          stack + <size_t>M * hmax, prod, runs)
         else:
-            # A dense (or rank 0) right operand (LU: either): the products into a buffer
-            # laid out as the dense updates' (update_products), subtracted by their
-            # scatter.
-            dense_products(P, j, j, end, w, op, left - b0,
-                           &(uside if P.ops.two_factors else right)[j - b0], prod, M, stack,
-                           work)
-            if P.ops.two_factors:
-                dense_products(P, j, j + 1, end, w, op, uside - b0, &right[j - b0],
-                               prod + <size_t>M * h, M, stack, work)
-            if S != NULL:
-                omp_set_lock(&S.locks[f])
-            update_scatter(P, k, j, j, h, prod, runs)
+            lowrank_column(S, P, k, j, &L, runs, like)
         if S != NULL:
             release_target(S, f)
-    free(work)
-    free(left)
-    free(lefts)
+    free_lowrank_work(&L)
     return 0
 
 

@@ -77,6 +77,11 @@ cdef void run_cblk(Scheduler* S, const FactorState* P, idx_t k, scalar* work, sc
     """Factor cblk k and apply its updates to the cblks it faces (one task)."""
     cdef idx_t failed
     failed = factor_panel(P, k, wbuf, tmp, count)
+    if P.nomem[0]:
+        omp_set_lock(&S.qlock)
+        S.abort = 1
+        omp_unset_lock(&S.qlock)
+        return
     if failed >= 0:
         # Cblks after k are skipped; those before it finish, so the lowest failing
         # cblk, hence the reported column, is the sequential run's.

@@ -105,10 +105,17 @@ cdef struct Tile:
     void* bt
 
 
+# When a cblk is compressed (CblkStore.compress).
+cdef enum:
+    KEEP_DENSE = 0
+    JUST_IN_TIME = 1  # panels of its own from the start, receiving updates; compressed once factored
+    MINIMAL_MEMORY = 2  # no panel until it is factored: it gathers its updates then (left-looking)
+
+
 cdef struct CblkStore:
     int8_t storage  # DENSE, LOWRANK or ABSENT
     int8_t dtype  # FLOAT32 ... COMPLEX128 (scalars.pxi): the factor's precision
-    int8_t compress  # compressed once factored (just-in-time): its panels are its own
+    int8_t compress  # KEEP_DENSE, JUST_IN_TIME or MINIMAL_MEMORY
     int32_t owner  # who factors and holds the cblk (0 on one process)
     int32_t ld  # leading dimension at lcoef: the stride (DENSE) or the width (LOWRANK)
     void* lcoef  # L's panel (DENSE), L's diagonal block (LOWRANK), NULL where ABSENT
@@ -183,9 +190,11 @@ cdef class Storage:
         LU: a Uᵀ panel beside each L panel.
     owners : int32 array (ncblk), optional
         The owner of each cblk; all 0 (this process) by default.
-    compress : bool array (ncblk), optional
-        Cblks compressed once factored (just-in-time block low-rank): each gets panels
-        of its own, freed when the factorization replaces them by tiles.
+    compress : int8 array (ncblk), optional
+        Cblks compressed once factored: 1 (just-in-time) gets panels of its own, freed
+        when the factorization replaces them by tiles; 2 (minimal memory) gets none
+        here: the factorization allocates them when the cblk is factored, gathering its
+        updates then, and frees them once compressed.
     touch_threads : int
         Threads that fault the panels' pages in (see :func:`touch_pages`): those of
         the factorization, so that first-touch memory placement follows them.
@@ -204,6 +213,7 @@ cdef class Storage:
     cdef readonly object group_start  # first cblk of each allocation group, then ncblk
     cdef list _arrays  # the group arrays the panels point into
     cdef object _offsets  # each cblk's offset in its group's arrays
+    cdef bint _counted  # count_held ran
 
     def __cinit__(self, Structure structure, dtype, bint two_factors, owners=None,
                   int rank=0, group_bytes=GROUP_BYTES, compress=None, int touch_threads=1):
@@ -272,10 +282,12 @@ cdef class Storage:
             self.cblk[k].dtype = code
             self.cblk[k].owner = owner[k]
             self.cblk[k].ld = structure.B.stride[k]
-            if owner[k] == rank and alone[k]:
+            if owner[k] == rank and alone[k] == MINIMAL_MEMORY:
+                self.cblk[k].compress = MINIMAL_MEMORY
+            elif owner[k] == rank and alone[k]:
                 # Panels of its own (zeroed, faulted in as they are written), freed once
                 # compressed.
-                self.cblk[k].compress = 1
+                self.cblk[k].compress = JUST_IN_TIME
                 self.cblk[k].lcoef = calloc(sizes[k], isz)
                 if two_factors:
                     self.cblk[k].ucoef = calloc(sizes[k], isz)
@@ -388,6 +400,8 @@ cdef class Storage:
         if factor not in ("L", "U") or (factor == "U" and not self.two_factors):
             raise ValueError(f"no {factor} factor in this storage")
         if self.cblk[k].compress:
+            if self.cblk[k].lcoef == NULL:
+                raise ValueError(f"cblk {k} has no panel yet (minimal memory: not factored)")
             # Panels of its own (it was to be compressed and was not).
             view = _copy_array(self.cblk[k].lcoef if factor == "L" else self.cblk[k].ucoef,
                                self.structure.stride[k],
@@ -408,10 +422,17 @@ cdef class Storage:
         are gone, their diagonal blocks and tiles held instead."""
         cdef idx_t k
         cdef const idx_t[::1] sizes = self.structure.panel_sizes()
+        cdef idx_t copies = 2 if self.two_factors else 1
+        if self._counted:
+            return
+        self._counted = True
         for k in range(self.ncblk):
-            if self.cblk[k].storage == LOWRANK and self.cblk[k].compress:
-                self.entries += self.cblk[k].held - sizes[k] * (2 if self.two_factors else 1)
-                self.cblk[k].compress = 0  # counted
+            if self.cblk[k].compress == JUST_IN_TIME and self.cblk[k].storage == LOWRANK:
+                self.entries += self.cblk[k].held - sizes[k] * copies
+            elif self.cblk[k].compress == MINIMAL_MEMORY:
+                # Counted nowhere yet: its tiles, or the panels it kept (out of memory).
+                self.entries += self.cblk[k].held if self.cblk[k].storage == LOWRANK \
+                    else sizes[k] * copies
 
     def freeze(self):
         """Make the panels read-only to Python (the kernels write through the descriptors)."""
@@ -550,3 +571,8 @@ cdef struct FactorState:
     Entries au  # and of Uᵀ's (LU)
     Compression lr  # for the cblks whose descriptor says compress
     int* nomem  # set to 1 when a compressed cblk's work memory could not be allocated
+    # Minimal memory: the bloks facing cblk f are in_blok[in_ptr[f]:in_ptr[f + 1]],
+    # blok b belongs to cblk blok_cblk[b] (NULL without such cblks).
+    const idx_t* in_ptr
+    const idx_t* in_blok
+    const idx_t* blok_cblk

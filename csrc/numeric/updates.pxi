@@ -269,6 +269,15 @@ cdef void update_scatter(const FactorState* P, idx_t k, idx_t b, idx_t g, int H,
 
 # ---------------------------------------------------------------------------- dispatch
 
+cdef inline bint all_gather(const FactorState* P, idx_t g, idx_t e) noexcept nogil:
+    """Whether every blok g..e-1 faces a cblk that gathers its own updates."""
+    cdef idx_t b
+    for b in range(g, e):
+        if P.cblk[P.B.fcblk[b]].compress != MINIMAL_MEMORY:
+            return False
+    return True
+
+
 cdef void apply_updates(Scheduler* S, const FactorState* P, idx_t k, scalar* work,
                         scalar* wbuf, scalar* tmp) noexcept nogil:
     """Apply cblk k's updates to the cblks it faces, a group of bloks at a time.
@@ -300,6 +309,14 @@ cdef void apply_updates(Scheduler* S, const FactorState* P, idx_t k, scalar* wor
         if S != NULL and (S.abort or S.failcblk < k):
             return
         e = group_end(B, k, g)
+        if all_gather(P, g, e):
+            # Their targets gather their updates themselves (minimal memory): counted.
+            if S != NULL:
+                for b in range(g, e):
+                    omp_set_lock(&S.locks[B.fcblk[b]])
+                    release_target(S, B.fcblk[b])
+            g = e
+            continue
         if e == g + 1:
             f = B.fcblk[g]
             if S == NULL or omp_test_lock(&S.locks[f]):
@@ -314,7 +331,8 @@ cdef void apply_updates(Scheduler* S, const FactorState* P, idx_t k, scalar* wor
             f = B.fcblk[b]
             if S != NULL:
                 omp_set_lock(&S.locks[f])
-            update_scatter(P, k, b, g, H, work, <idx_t*>tmp)
+            if P.cblk[f].compress != MINIMAL_MEMORY:
+                update_scatter(P, k, b, g, H, work, <idx_t*>tmp)
             if S != NULL:
                 release_target(S, f)
         g = e

@@ -109,7 +109,14 @@ def factorize_numeric(
     dtype = np.dtype(B.dtype if dtype is None else dtype)
     # The factors and the copies of B's entries in assembly order, before any of them.
     copies = 2 if kind.two_factors else 1
-    needed = (copies * layout.size + amap.src_l.size + amap.src_u.size) * dtype.itemsize
+    panels = layout.size
+    if compression is not None and compression.strategy == "minmem":
+        # Allocated at once: the cblks kept dense, and (at most) a panel per thread of
+        # the compressed ones; their tiles come on top, which only the run tells.
+        deferred = compression.candidates(layout) > 0
+        panels = int(layout.panel_sizes[~deferred].sum())
+        panels += available_cores() * int(layout.panel_sizes[deferred].max(initial=0))
+    needed = (copies * panels + amap.src_l.size + amap.src_u.size) * dtype.itemsize
     if needed >= MEMORY_CHECK_MIN_BYTES:
         # Trimming the heap takes longer than small factors take to allocate, and
         # moves no peak that matters there.
@@ -150,7 +157,7 @@ def factorize_numeric(
             pivots,
             threads,
             progress,
-            None if compression is None else compression.kernel_params(B),
+            None if compression is None else compression.kernel_params(B, layout),
         )
     if failed >= 0:
         column = int(analysis.perm[failed])
