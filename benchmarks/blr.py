@@ -10,7 +10,8 @@ For each problem and thread count, in fresh processes (``worker.py``, medians of
 when installed). Variants: ``blrTOL`` factors compressed at TOL (relative to ‖B‖_F),
 solves refined by GMRES to a backward error of 1e-12; ``pcTOL`` the compressed factors
 (no refinement) as the preconditioner of scipy's GMRES to a relative residual of 1e-10;
-``mixed+blrTOL`` single-precision compressed factors refined to double. Columns:
+``mmTOL`` as ``blrTOL`` with the minimal-memory strategy; ``mixed+blrTOL``
+single-precision compressed factors refined to double. Columns:
 
 - numeric factorization seconds and its ratio to our full rank's (same thread count);
 - factorization + one solve (analysis included, as ``total`` in run.py) and its ratio
@@ -84,6 +85,7 @@ def main():
     ap.add_argument("--variants", default="blr1e-8,pc1e-4,mixed+blr1e-8")
     ap.add_argument("--timeout", type=int, default=1800)
     ap.add_argument("--json")
+    ap.add_argument("--no-cholmod", action="store_true", help="leave CHOLMOD out")
     args = ap.parse_args()
     problems, _ = all_problems()
     wanted = [w for w in args.problems.split(",") if w]
@@ -96,7 +98,7 @@ def main():
         f"pastixpy:{v.split('+')[0]}+{v.split('+')[1]}" if "+" in v else f"pastixpy+{v}"
         for v in variants
     ]
-    have_cholmod = availability("cholmod")[0]
+    have_cholmod = availability("cholmod")[0] and not args.no_cholmod
     records = []
     print(HEADER, flush=True)
     with tempfile.TemporaryDirectory() as work:

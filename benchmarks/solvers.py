@@ -51,8 +51,9 @@ def base_name(name):
 
 def adapter(name, A, structure, threads):
     """The adapter running solver ``name``: pastixpy's names are
-    ``pastixpy[:PRECISION][+blrTOL | +pcTOL]``, ``+blrTOL`` compressing the factors at
-    TOL (solves refined by GMRES), ``+pcTOL`` using factors compressed at TOL as the
+    ``pastixpy[:PRECISION][+blrTOL | +mmTOL | +pcTOL]``, ``+blrTOL`` compressing the
+    factors at TOL just in time (solves refined by GMRES), ``+mmTOL`` the same with the
+    minimal-memory strategy, ``+pcTOL`` using factors compressed at TOL as the
     preconditioner of scipy's GMRES to a relative residual of 1e-10."""
     head, _, compress = name.partition("+")
     base, _, precision = head.partition(":")
@@ -103,7 +104,7 @@ class PastixSolver:
         self.A, self.threads, self.precision = A, threads, precision
         self.mode, self.tol = None, None
         if compress is not None:
-            self.mode = "pc" if compress.startswith("pc") else "blr"
+            self.mode = next(m for m in ("pc", "mm", "blr") if compress.startswith(m))
             self.tol = float(compress[len(self.mode) :])
         self.iterations = []
 
@@ -113,7 +114,8 @@ class PastixSolver:
     def factor(self):
         extra = {}
         if self.mode is not None:
-            extra["compress"] = self.tol
+            strategy = "minmem" if self.mode == "mm" else "jit"
+            extra["compress"] = ("blr", {"tol": self.tol, "strategy": strategy})
         if self.mode == "pc":
             extra["refine"] = "none"
         self.F = self.pastixpy.factorize(

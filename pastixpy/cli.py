@@ -175,6 +175,8 @@ def format_solve(stats):
             ),
             ("time: compression", f"{c['seconds']:.3f} s (summed over threads)"),
         ]
+    if stats.get("peak_memory_bytes"):
+        rows.append(("peak memory", f"{stats['peak_memory_bytes'] / 2**20:,.1f} MiB (the process)"))
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
 
@@ -230,10 +232,24 @@ def _solve(args, A):
     finally:
         bar.close()
     stats = dict(F.stats, total_seconds=time.perf_counter() - t0)
+    peak = _peak_memory()
+    if peak is not None:
+        stats["peak_memory_bytes"] = peak
     stats["warnings"] = [str(w.message) for w in caught]
     if args.output:
         write_dense(args.output, x)
     return stats
+
+
+def _peak_memory():
+    """This process's peak resident memory in bytes (the command's own: it is a fresh
+    process), or None where the platform does not say."""
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak) * (1 if sys.platform == "darwin" else 1024)
 
 
 def _compress_option(args):

@@ -3,6 +3,8 @@ reference, the tiles against the dense factor they replace, threads, the options
 their errors, the preconditioner, the CLI, the statistics."""
 
 import json
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -360,8 +362,11 @@ def test_cli_compress_json(capsys):
     stats = json.loads(capsys.readouterr().out)
     assert stats["compression"]["tol"] == 1e-6
     assert stats["backward_error"] <= 1e-12
-    assert main(["solve", "--example", "lap3d:8", "--compress", "1e-6"]) == 0
-    assert "compressed factors" in capsys.readouterr().out
+    assert stats["peak_memory_bytes"] > stats["factor_bytes"]
+    assert main(["solve", "--example", "lap3d:8", "--compress", "1e-6",
+                 "--compress-strategy", "minmem", "--compress-method", "svd"]) == 0
+    out = capsys.readouterr().out
+    assert "compressed factors" in out and "minmem, svd" in out
 
 
 def test_storage_refuses_what_it_does_not_hold():
@@ -411,3 +416,39 @@ def test_property_refined_answers_reach_the_tolerance(n, seed, tol, kind):
     x = F.solve(b)
     assert backward_error(A, x, b) <= 1e-12
 
+
+
+_PEAK = """
+import json, sys
+import numpy as np
+import pastixpy
+from pastixpy.gallery import laplacian
+
+def status(key):
+    with open("/proc/self/status") as fh:
+        return int(next(l for l in fh if l.startswith(key)).split()[1]) * 1024
+
+A = laplacian((36, 36, 36))
+an = pastixpy.analyze(A, clusters=(160, 320))
+with open("/proc/self/clear_refs", "w") as fh:
+    fh.write("5")
+base = status("VmRSS")
+compress = None if sys.argv[1] == "full" else ("blr", {"tol": 1e-6, "strategy": sys.argv[1]})
+F = pastixpy.factorize(A, analysis=an, compress=compress, threads=1)
+print(json.dumps({"peak": status("VmHWM") - base, "factors": F.stats["factor_bytes"]}))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+def test_minimal_memory_lowers_the_peak():
+    """In a fresh process each: just-in-time's peak holds every panel (dense panels and
+    tiles together), minimal memory's stays near the compressed factors."""
+    peaks = {}
+    for strategy in ("full", "jit", "minmem"):
+        out = subprocess.run([sys.executable, "-c", _PEAK, strategy], capture_output=True,
+                             text=True, check=True)
+        peaks[strategy] = json.loads(out.stdout)
+    full, jit, mm = peaks["full"], peaks["jit"], peaks["minmem"]
+    assert mm["factors"] == jit["factors"] < full["factors"]
+    assert jit["peak"] >= 0.9 * full["peak"]
+    assert mm["peak"] < 0.5 * (mm["factors"] + full["factors"])  # nearer compressed than full
