@@ -239,7 +239,14 @@ cdef void forward_tiles(const Sweep* S, scalar* X, idx_t k, scalar* tmp, scalar*
     for b in range(b0, S.B.bloknum[k + 1]):
         t = &tiles[b - b0]
         h = blok_rows(&S.B, b)
-        if t.rank < 0:
+        if nrhs == 1:
+            # One right-hand side: matrix-vector products (the memory-bound kernel).
+            if t.rank < 0:
+                gemv(c'N', h, w, mone, <scalar*>t.u, h, xb, one, rows_faced(S, X, b, Y))
+            elif t.rank > 0:
+                gemv(c'N', t.rank, w, one, <scalar*>t.bt, t.rank, xb, zero, tmp)
+                gemv(c'N', h, t.rank, mone, <scalar*>t.u, h, tmp, one, rows_faced(S, X, b, Y))
+        elif t.rank < 0:
             gemm(c'N', c'T', nrhs, h, w, mone, xb, nrhs, <scalar*>t.u, h, one,
                  rows_faced(S, X, b, Y), nrhs)
         elif t.rank > 0:
