@@ -18,6 +18,8 @@ single-precision compressed factors refined to double. Columns:
   to our full rank's and to CHOLMOD's;
 - stored factor bytes over double full rank's (``stored``), peak memory of the run over
   full rank's;
+- (in the JSON) ``numeric_ratio``: numeric factorization + one solve (its refinement or
+  GMRES included) over full rank's, the analysis left out;
 - the 1-right-hand-side solve's GMRES iterations (refinement steps or scipy's), and
   the worst backward error of the 1- and 16-right-hand-side solves.
 
@@ -50,8 +52,13 @@ def generated(name):
     if base not in PROBLEMS or not size.isdigit():
         return None
     p = PROBLEMS[base]
-    return Problem(name, f"{p.description.split(',')[0]} {size}", p.structure,
-                   lambda: p(int(size)), 3 if "3d" in base else 2)
+    return Problem(
+        name,
+        f"{p.description.split(',')[0]} {size}",
+        p.structure,
+        lambda: p(int(size)),
+        3 if "3d" in base else 2,
+    )
 
 
 def factor_plus_solve(r):
@@ -123,14 +130,18 @@ def main():
                         print(f"| {problem.label} | {t} | {name} | {runs[0].get('error')} |")
                         continue
                     full_bytes = median([r.get("full_rank_bytes") or r["factor_bytes"] for r in ok])
-                    ref_bytes = median(
-                        [r["factor_bytes"] for r in full if r["status"] == "ok"]
-                    )
+                    ref_bytes = median([r["factor_bytes"] for r in full if r["status"] == "ok"])
                     rec = {
                         "problem": problem.name,
                         "threads": t,
                         "solver": name,
                         "factor_s": median([r["seconds"]["factor"] for r in ok]),
+                        "analysis_s": median([r["seconds"]["analysis"] for r in ok]),
+                        "verify_s": median([r["seconds"].get("verify") or 0.0 for r in ok]),
+                        "solve1_s": median([r["seconds"]["solve1"] for r in ok]),
+                        "numeric_ratio": paired(
+                            runs, full, lambda r: r["seconds"]["factor"] + r["seconds"]["solve1"]
+                        ),
                         "factor_ratio": paired(runs, full, lambda r: r["seconds"]["factor"]),
                         "total_s": median([factor_plus_solve(r) for r in ok]),
                         "total_ratio": paired(runs, full, factor_plus_solve),

@@ -149,8 +149,14 @@ class PastixSolver:
                 count[0] += 1
 
             X[:, j], _ = sla.gmres(
-                self.A, cols[:, j], M=M, rtol=self.PC_RTOL, restart=self.PC_RESTART,
-                maxiter=10, callback=tick, callback_type="pr_norm",
+                self.A,
+                cols[:, j],
+                M=M,
+                rtol=self.PC_RTOL,
+                restart=self.PC_RESTART,
+                maxiter=10,
+                callback=tick,
+                callback_type="pr_norm",
             )
             self.iterations.append(count[0])
         return X.reshape(B.shape)

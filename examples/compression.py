@@ -44,7 +44,11 @@ for compress in (None, 1e-8):
 F = pastixpy.factorize(A, compress=1e-4, refine="none")
 iterations = []
 x, info = sla.gmres(
-    A, b, M=F.aspreconditioner(), rtol=1e-10, callback=iterations.append,
+    A,
+    b,
+    M=F.aspreconditioner(),
+    rtol=1e-10,
+    callback=iterations.append,
     callback_type="pr_norm",
 )
 print(

@@ -218,7 +218,7 @@ def analyze(
         Cut every separator (fundamental supernode) wider than ``max`` into compact
         clusters of about ``min`` to ``max`` unknowns, each numbered consecutively and a
         cblk of its own: the tiles block low-rank compression needs (see
-        :mod:`pastixpy.clusters`; :data:`pastixpy.clusters.CLUSTER_SIZE` is the usual
+        :mod:`pastixpy.clusters`; :data:`pastixpy.compression.CLUSTER_SIZE` is the usual
         choice). The fill and flops do not change. Default None: panels as ``split``
         cuts them.
     pairs : (m, 2) int array, optional

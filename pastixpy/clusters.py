@@ -23,27 +23,8 @@ chose to make few blocks).
 import numpy as np
 import scipy.sparse as sp
 
-from .errors import OptionError
+from .compression import CLUSTER_SIZE, check_cluster_size
 from .symbolic import elimination_tree, fundamental_joins
-
-#: Clusters of about 160 to 320 unknowns, the sizes of PaStiX's block low-rank
-#: clustering: a tile much narrower costs more in BLAS calls on small factors than its
-#: compression saves (PaStiX compresses no cblk under 128 columns).
-CLUSTER_SIZE = (160, 320)
-
-
-def check_cluster_size(size):
-    """``size`` as (min, max) ints with 1 <= min and 2·min <= max, or an OptionError."""
-    try:
-        smin, smax = (int(v) for v in size)
-    except (TypeError, ValueError):
-        raise OptionError(f"clusters must be (min, max) sizes, got {size!r}") from None
-    if not 1 <= smin or 2 * smin > smax:
-        raise OptionError(
-            f"clusters=(min, max) needs 1 <= min and 2 * min <= max (a separator just wider "
-            f"than max is cut in two parts of at least min), got ({smin}, {smax})"
-        )
-    return smin, smax
 
 
 def cluster_supernodes(xadj, adjncy, tree, fcol, size=CLUSTER_SIZE, together=None, seed=0):

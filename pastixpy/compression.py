@@ -1,5 +1,6 @@
-"""Block low-rank compression of the factors: the ``compress=`` option, which cblks are
-compressed, the kernels' parameters, and the statistics of the result.
+"""Block low-rank compression of the factors: the ``compress=`` option (and the cluster
+sizes it asks of the analysis), which cblks are compressed, the kernels' parameters,
+and the statistics of the result.
 
 The kernels are in ``csrc/numeric/`` (``lowrank.pxi``: the compression of one tile;
 ``compress.pxi``: a factored panel replaced by tiles; ``lrupdates.pxi``: the updates a
@@ -23,8 +24,27 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .clusters import CLUSTER_SIZE, check_cluster_size
 from .errors import OptionError
+
+#: Clusters of about 160 to 320 unknowns, the sizes of PaStiX's block low-rank
+#: clustering: a tile much narrower costs more in BLAS calls on small factors than its
+#: compression saves (PaStiX compresses no cblk under 128 columns).
+CLUSTER_SIZE = (160, 320)
+
+
+def check_cluster_size(size):
+    """``size`` as (min, max) ints with 1 <= min and 2·min <= max, or an OptionError."""
+    try:
+        smin, smax = (int(v) for v in size)
+    except (TypeError, ValueError):
+        raise OptionError(f"clusters must be (min, max) sizes, got {size!r}") from None
+    if not 1 <= smin or 2 * smin > smax:
+        raise OptionError(
+            f"clusters=(min, max) needs 1 <= min and 2 * min <= max (a separator just wider "
+            f"than max is cut in two parts of at least min), got ({smin}, {smax})"
+        )
+    return smin, smax
+
 
 #: What ``compress=("blr", {...})`` accepts.
 COMPRESS_PARAMETERS = {
@@ -269,7 +289,7 @@ def draw_blocks(layout, storage, ax=None, cmap="viridis"):
     n = int(layout.fcol[-1])
     ranks = {}
     t = storage.tiles()
-    for k, b, f, r, h, w in zip(t["cblk"], t["blok"], t["factor"], t["rank"], t["rows"], t["cols"]):
+    for b, f, r, h, w in zip(t["blok"], t["factor"], t["rank"], t["rows"], t["cols"], strict=True):
         if f == 0:
             ranks[int(b)] = r / min(h, w) if r >= 0 else None
     diag, dense, low, values = [], [], [], []

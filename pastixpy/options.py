@@ -7,6 +7,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
+from .compression import parse_compress
 from .errors import InvalidInputError, OptionError
 
 
@@ -65,14 +66,6 @@ def parse_option(value, choices, argname):
 
 
 # ---------------------------------------------------------------------------- factorize's options
-
-
-def _parse_compress(value):
-    # Imported here: compression needs the analysis's clusters, whose import chain
-    # reaches this module.
-    from .compression import parse_compress
-
-    return parse_compress(value)
 
 
 #: The options' names and the parameters each name takes.
@@ -177,7 +170,7 @@ class Options:
             progress=progress,
             precision=name,
             fallback=fallback,
-            compress=_parse_compress(compress),
+            compress=parse_compress(compress),
         )
 
     @property

@@ -8,7 +8,8 @@ import scipy.sparse as sp
 from test_numeric import backward_error
 
 import pastixpy
-from pastixpy.clusters import CLUSTER_SIZE, check_cluster_size, cluster_supernodes
+from pastixpy.clusters import cluster_supernodes
+from pastixpy.compression import CLUSTER_SIZE, check_cluster_size
 from pastixpy.errors import OptionError
 from pastixpy.gallery import elasticity3d, laplacian, saddle_point
 from pastixpy.matrix import canonical_csc, symmetric_pattern

@@ -112,10 +112,10 @@ def test_tiles_rebuild_the_factor_within_the_tolerance(kind, strategy):
     amap = AssemblyMap.build(A, an.iperm, layout, KINDS[kind].two_factors)
     P = A[an.perm][:, an.perm].toarray()
     for tol in (1e-4, 1e-8):
-        comp = Compression(tol=tol, min_width=16, min_height=4, max_ratio=1.0, norm="absolute",
-                           strategy=strategy)
-        F = factorize_numeric(A, an, layout, amap, KINDS[kind], 1e-300, threads=1,
-                              compression=comp)
+        comp = Compression(
+            tol=tol, min_width=16, min_height=4, max_ratio=1.0, norm="absolute", strategy=strategy
+        )
+        F = factorize_numeric(A, an, layout, amap, KINDS[kind], 1e-300, threads=1, compression=comp)
         if kind != "llt":
             assert np.array_equal(F.pivots.lperm, np.arange(A.shape[0]))
         storage = F.storage
@@ -261,13 +261,19 @@ def test_aspreconditioner_in_scipy_gmres():
     F = pastixpy.factorize(A, compress=("blr", {"tol": 1e-3, **SMALL}))
     counts = {}
     for name, M in (("blr", F.aspreconditioner()), ("none", None)):
-        its = [0]
+        its = []
         x, info = sla.gmres(
-            A, b, M=M, rtol=1e-10, restart=200, maxiter=400,
-            callback=lambda r: its.__setitem__(0, its[0] + 1), callback_type="pr_norm",
+            A,
+            b,
+            M=M,
+            rtol=1e-10,
+            restart=200,
+            maxiter=400,
+            callback=its.append,
+            callback_type="pr_norm",
         )
         assert info == 0
-        counts[name] = its[0]
+        counts[name] = len(its)
         assert np.linalg.norm(A @ x - b) <= 1e-9 * np.linalg.norm(b)
     assert counts["blr"] < counts["none"] / 2
 
@@ -319,7 +325,10 @@ def test_minimal_memory_computes_what_just_in_time_does(kind):
     out = {}
     for strategy in ("jit", "minmem"):
         F = pastixpy.factorize(
-            A, kind=kind, threads=1, refine="none",
+            A,
+            kind=kind,
+            threads=1,
+            refine="none",
             compress=("blr", {"tol": 1e-6, "strategy": strategy, **SMALL}),
         )
         out[strategy] = (F.stats["compression"], F.solve(b), F.stats["factor_bytes"])
@@ -353,8 +362,16 @@ def test_statistics():
 
 def test_rank_histogram_bins():
     h = rank_histogram(np.array([0, 1, 4, 5, 16, 17, 200]))
-    assert h == {"0": 1, "1-4": 2, "5-8": 1, "9-16": 1, "17-32": 1, "33-64": 0, "65-128": 0,
-                 ">128": 1}
+    assert h == {
+        "0": 1,
+        "1-4": 2,
+        "5-8": 1,
+        "9-16": 1,
+        "17-32": 1,
+        "33-64": 0,
+        "65-128": 0,
+        ">128": 1,
+    }
 
 
 def test_cli_compress_json(capsys):
@@ -363,8 +380,22 @@ def test_cli_compress_json(capsys):
     assert stats["compression"]["tol"] == 1e-6
     assert stats["backward_error"] <= 1e-12
     assert stats["peak_memory_bytes"] > stats["factor_bytes"]
-    assert main(["solve", "--example", "lap3d:8", "--compress", "1e-6",
-                 "--compress-strategy", "minmem", "--compress-method", "svd"]) == 0
+    assert (
+        main(
+            [
+                "solve",
+                "--example",
+                "lap3d:8",
+                "--compress",
+                "1e-6",
+                "--compress-strategy",
+                "minmem",
+                "--compress-method",
+                "svd",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "compressed factors" in out and "minmem, svd" in out
 
@@ -378,7 +409,9 @@ def test_storage_refuses_what_it_does_not_hold():
         storage.panel(k)
     with pytest.raises(IndexError):
         storage.tile(k, 0)
-    dense = next(j for j in range(storage.structure.ncblk) if storage.describe(j)["storage"] == "dense")
+    dense = next(
+        j for j in range(storage.structure.ncblk) if storage.describe(j)["storage"] == "dense"
+    )
     with pytest.raises(ValueError, match="not compressed"):
         storage.tile(dense, 1)
 
@@ -394,8 +427,16 @@ def test_kernel_refuses_compress_marks_without_parameters():
     from pastixpy.numeric.factors import Pivots
 
     with pytest.raises(ValueError, match="compression="):
-        _numeric.factorize(layout.structure, storage, 0, 1e-300, amap, values_l, values_u,
-                           Pivots.empty(KINDS["llt"], A.shape[0], np.float64))
+        _numeric.factorize(
+            layout.structure,
+            storage,
+            0,
+            1e-300,
+            amap,
+            values_l,
+            values_u,
+            Pivots.empty(KINDS["llt"], A.shape[0], np.float64),
+        )
 
 
 @settings(max_examples=15, deadline=None)
@@ -415,7 +456,6 @@ def test_property_refined_answers_reach_the_tolerance(n, seed, tol, kind):
         F = pastixpy.factorize(A, kind=kind, compress=("blr", {"tol": tol, **SMALL}))
     x = F.solve(b)
     assert backward_error(A, x, b) <= 1e-12
-
 
 
 _PEAK = """
@@ -445,8 +485,9 @@ def test_minimal_memory_lowers_the_peak():
     tiles together), minimal memory's stays near the compressed factors."""
     peaks = {}
     for strategy in ("full", "jit", "minmem"):
-        out = subprocess.run([sys.executable, "-c", _PEAK, strategy], capture_output=True,
-                             text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", _PEAK, strategy], capture_output=True, text=True, check=True
+        )
         peaks[strategy] = json.loads(out.stdout)
     full, jit, mm = peaks["full"], peaks["jit"], peaks["minmem"]
     assert mm["factors"] == jit["factors"] < full["factors"]
