@@ -1,13 +1,58 @@
-# Just-in-time block low-rank: a cblk marked ``compress`` is factored as a dense panel
-# (its updates accumulated dense, its diagonal block factored, the panel below solved),
-# then each off-diagonal blok is compressed into a tile U Bt (lowrank.pxi's kernels), the
-# diagonal block is copied out and the dense panel freed. Its updates of later cblks
-# (lrupdates.pxi) and the solves then read the tiles.
+# Just-in-time block low-rank: a cblk marked ``compress`` accumulates its updates in a
+# dense panel; once its diagonal block is factored, each off-diagonal blok is compressed
+# into a tile U Bt (lowrank.pxi's kernels) and only then solved against the diagonal
+# block, on its small factor Bt (r rows instead of h: the panel solve costs the ranks,
+# as in PaStiX), the diagonal block is copied out and the dense panel freed. Its updates
+# of later cblks (lrupdates.pxi) and the solves then read the tiles.
 #
 # A tile keeps the low-rank form only when it is at least Compression.min_height rows
 # tall and its rank at the tolerance is at most max_ratio min(h, w) and stores less than
 # the tile (r (h + w) < h w); else it is kept dense (h x w). Bt = Vᴴ of the kernels' U Vᴴ is stored explicitly (r x w), so that the
 # products with a tile take the ops ('N', 'T', 'C') of the dense code unchanged.
+
+
+cdef int ensure_panels(const FactorState* P, idx_t f, scalar* like) noexcept nogil:
+    """Give just-in-time cblk f its panel(s), zeroed, if it has none yet (its first
+    update, or its factorization when it receives none): panels made as they are
+    needed, while earlier ones are being compressed and freed, keep the peak below
+    the full-rank factors'. The caller holds f's lock (threads). Returns -1 when the
+    memory could not be allocated."""
+    cdef CblkStore* c = &P.cblk[f]
+    cdef size_t size = <size_t>P.B.stride[f] * cblk_width(&P.B, f) * sizeof(scalar)
+    if c.compress != JUST_IN_TIME or c.lcoef != NULL or c.storage != DENSE:
+        return 0
+    c.lcoef = calloc(max(size, 1), 1)
+    if c.lcoef == NULL:
+        return -1
+    touch_pages(<char*>c.lcoef, size, 1)
+    if P.ops.two_factors:
+        c.ucoef = calloc(max(size, 1), 1)
+        if c.ucoef == NULL:
+            free(c.lcoef)
+            c.lcoef = NULL
+            return -1
+        touch_pages(<char*>c.ucoef, size, 1)
+    return 0
+
+
+cdef int targets_ready(Scheduler* S, const FactorState* P, idx_t k, scalar* like) noexcept nogil:
+    """:func:`ensure_panels` for every cblk that cblk k's bloks face (under its lock
+    with a scheduler), before k sends its updates. Returns -1 when memory ran out."""
+    cdef const Blocks* B = &P.B
+    cdef idx_t b, f
+    cdef int got = 0
+    for b in range(B.bloknum[k] + 1, B.bloknum[k + 1]):
+        f = B.fcblk[b]
+        if P.cblk[f].compress != JUST_IN_TIME:
+            continue
+        if S != NULL:
+            omp_set_lock(&S.locks[f])
+        got = ensure_panels(P, f, like)
+        if S != NULL:
+            omp_unset_lock(&S.locks[f])
+        if got < 0:
+            return -1
+    return 0
 
 
 cdef inline void free_tile_list(Tile* tiles, idx_t ntile) noexcept nogil:
@@ -58,10 +103,12 @@ cdef int compress_tile(const Compression* C, int h, int w, scalar* a, int lda, u
     return h * w
 
 
-cdef Tile* compress_panel(const FactorState* P, idx_t k, scalar* panel, int64_t* held,
-                          scalar* ubuf, scalar* vbuf) noexcept nogil:
-    """The tiles of cblk k's off-diagonal bloks in ``panel`` (stride x width), NULL when
-    memory ran out (nothing is then kept)."""
+cdef Tile* compress_panel(const FactorState* P, idx_t k, int side, scalar* panel,
+                          int64_t* held, scalar* ubuf, scalar* vbuf) noexcept nogil:
+    """The tiles of cblk k's off-diagonal bloks in ``panel`` (stride x width; ``side``:
+    L's panel or LU's Uᵀ), each compressed from the unsolved blok and then solved
+    (:func:`solve_tiles`); NULL when memory ran out (nothing is then kept and the
+    panel is untouched)."""
     cdef const Blocks* B = &P.B
     cdef idx_t b, t, ntile = B.bloknum[k + 1] - B.bloknum[k] - 1
     cdef int w = cblk_width(B, k), m = B.stride[k], got
@@ -77,12 +124,54 @@ cdef Tile* compress_panel(const FactorState* P, idx_t k, scalar* panel, int64_t*
             free_tile_list(tiles, ntile)
             return NULL
         held[0] += got
+    solve_tiles(P, k, side, tiles, ntile, ubuf)
     return tiles
 
 
-cdef void compress_cblk(const FactorState* P, idx_t k, scalar* like) noexcept nogil:
-    """Replace factored cblk k's dense panel(s) by its diagonal block and tiles (the
-    descriptor becomes LOWRANK). Where memory runs out the cblk simply stays dense."""
+cdef void solve_tiles(const FactorState* P, idx_t k, int side, Tile* tiles, idx_t ntile,
+                      scalar* like) noexcept nogil:
+    """Solve cblk k's tiles against its diagonal block (:func:`solve_rows`): the Bt of
+    a low-rank tile (r rows), a dense tile whole. Their rows are stacked into one
+    matrix and solved at once: one triangular solve per cblk instead of one per tile,
+    each of which would read the whole diagonal block for a few rows (one per tile
+    when the stack cannot be allocated). ``like`` only picks the type."""
+    cdef const Blocks* B = &P.B
+    cdef idx_t t, rows = 0, at
+    cdef int w = cblk_width(B, k), r, j
+    cdef scalar* x
+    cdef scalar* stack
+    for t in range(ntile):
+        r = tiles[t].rank if tiles[t].rank >= 0 else blok_rows(B, B.bloknum[k] + 1 + t)
+        rows += r
+    stack = <scalar*>malloc(max(<size_t>rows * w, 1) * sizeof(scalar))
+    at = 0
+    for t in range(ntile):
+        r = tiles[t].rank if tiles[t].rank >= 0 else blok_rows(B, B.bloknum[k] + 1 + t)
+        x = <scalar*>(tiles[t].bt if tiles[t].rank >= 0 else tiles[t].u)
+        if stack == NULL:
+            solve_rows(P, k, side, r, x, r, NULL)
+            continue
+        for j in range(w):
+            memcpy(stack + at + <size_t>j * rows, x + <size_t>j * r, r * sizeof(scalar))
+        at += r
+    if stack == NULL:
+        return
+    solve_rows(P, k, side, <int>rows, stack, <int>rows, NULL)
+    at = 0
+    for t in range(ntile):
+        r = tiles[t].rank if tiles[t].rank >= 0 else blok_rows(B, B.bloknum[k] + 1 + t)
+        x = <scalar*>(tiles[t].bt if tiles[t].rank >= 0 else tiles[t].u)
+        for j in range(w):
+            memcpy(x + <size_t>j * r, stack + at + <size_t>j * rows, r * sizeof(scalar))
+        at += r
+    free(stack)
+
+
+cdef int compress_cblk(const FactorState* P, idx_t k, scalar* like) noexcept nogil:
+    """Replace cblk k's dense panel(s), its diagonal block factored and the rows below
+    not yet solved, by its diagonal block and solved tiles (the descriptor becomes
+    LOWRANK). Returns 0, or -1 where memory ran out: the panel is then as it came,
+    for the caller to solve and keep dense."""
     cdef const Blocks* B = &P.B
     cdef CblkStore* c = &P.cblk[k]
     cdef int w = cblk_width(B, k), m = B.stride[k], hmax = 0
@@ -94,22 +183,22 @@ cdef void compress_cblk(const FactorState* P, idx_t k, scalar* like) noexcept no
     cdef Tile* ltiles = NULL
     cdef Tile* utiles = NULL
     if ntile == 0:
-        return
+        return -1
     for b in range(B.bloknum[k] + 1, B.bloknum[k + 1]):
         hmax = max(hmax, blok_rows(B, b))
     ubuf = <scalar*>malloc(<size_t>(hmax + w) * min(hmax, w) * sizeof(scalar))
     diag = <scalar*>malloc(<size_t>w * w * sizeof(scalar))
     if ubuf != NULL and diag != NULL:
-        ltiles = compress_panel(P, k, <scalar*>c.lcoef, &held, ubuf,
+        ltiles = compress_panel(P, k, L_PANEL, <scalar*>c.lcoef, &held, ubuf,
                                 ubuf + <size_t>hmax * min(hmax, w))
         if ltiles != NULL and P.ops.two_factors:
-            utiles = compress_panel(P, k, <scalar*>c.ucoef, &held, ubuf,
+            utiles = compress_panel(P, k, U_PANEL, <scalar*>c.ucoef, &held, ubuf,
                                     ubuf + <size_t>hmax * min(hmax, w))
     free(ubuf)
     if ltiles == NULL or (P.ops.two_factors and utiles == NULL):
         free(diag)
         free_tile_list(ltiles, ntile)
-        return
+        return -1
     copy_tile(w, w, <scalar*>c.lcoef, m, diag, w)
     free(c.lcoef)
     free(c.ucoef)
@@ -121,3 +210,4 @@ cdef void compress_cblk(const FactorState* P, idx_t k, scalar* like) noexcept no
     c.held = held
     c.seconds = omp_get_wtime() - t0
     c.storage = LOWRANK
+    return 0

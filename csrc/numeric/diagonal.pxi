@@ -224,3 +224,41 @@ cdef void apply_dinv_right(int w, int rows, scalar* diag, int ldd, scalar* x, in
                 x[i + (k + 1) * ldx] = (x2 * d11 - x1 * d12) / det
             k += 2
 
+
+
+# Which of a cblk's panels rows are solved against its factored diagonal block.
+cdef enum:
+    L_PANEL = 0
+    U_PANEL = 1  # LU's Uᵀ panel
+
+
+cdef void solve_rows(const FactorState* P, idx_t k, int side, int rows, scalar* x, int ldx,
+                     scalar* wcopy) noexcept nogil:
+    """Solve ``rows`` rows of cblk k's panel ``side`` against its factored diagonal block,
+    in place: X ← X L11⁻ᵀ (LLᵀ), X ← X U11⁻¹ (LU's L, X ← X L11⁻ᵀ for its Uᵀ),
+    X ← X L11⁻ᵀ D⁻¹ (LDLᵀ). The rows are the panel's below the block, or a tile's
+    small factor Bt (block low-rank: the same right-hand operation, on r rows instead
+    of h). LDLᵀ copies X L11⁻ᵀ (its updates' left operand W) to ``wcopy`` (leading
+    dimension ``rows``) unless it is NULL."""
+    cdef scalar one = 1
+    cdef const Blocks* B = &P.B
+    cdef int w = cblk_width(B, k), m = B.stride[k], i, j
+    cdef idx_t fc = B.fcol[k]
+    cdef scalar* diag = <scalar*>P.cblk[k].lcoef
+    if rows <= 0:
+        return
+    if P.ops.diagonal == CHOLESKY:
+        trsm(c'R', c'L', P.ops.tr, c'N', rows, w, one, diag, m, x, ldx)
+    elif P.ops.diagonal == PARTIAL_LU:
+        if side == L_PANEL:
+            trsm(c'R', c'U', c'N', c'N', rows, w, one, diag, m, x, ldx)
+        else:
+            trsm(c'R', c'L', c'T', c'U', rows, w, one, diag, m, x, ldx)
+    else:
+        trsm(c'R', c'L', P.ops.tr, c'U', rows, w, one, diag, m, x, ldx)
+        if wcopy != NULL:
+            for j in range(w):
+                for i in range(rows):
+                    wcopy[i + j * rows] = x[i + j * ldx]
+        apply_dinv_right(w, rows, diag, m, x, ldx, P.ops.conj, &P.pivtype[fc],
+                         &(<scalar*>P.dsub)[fc])

@@ -7,13 +7,14 @@ cdef idx_t factor_panel(const FactorState* P, idx_t k, scalar* wbuf, scalar* tmp
                         idx_t* count) noexcept nogil:
     """Factor cblk k's diagonal block, then solve its panel below it.
 
-    LDLᵀ leaves W = A21 L11⁻ᵀ in ``wbuf`` for the updates; LU records its row
-    interchanges in ``lperm`` (each cblk owns its segment: threads never share one).
-    Perturbed pivots are added to ``count``. Returns the first column (pivot order)
-    whose LLᵀ pivot is not positive, else -1.
+    A cblk marked for compression has its off-diagonal bloks compressed first and
+    only their small factors solved (compress.pxi); where that cannot be done (memory)
+    it is solved and kept dense. LDLᵀ leaves W = A21 L11⁻ᵀ in ``wbuf`` for a dense
+    panel's updates; LU records its row interchanges in ``lperm`` (each cblk owns its
+    segment: threads never share one). Perturbed pivots are added to ``count``.
+    Returns the first column (pivot order) whose LLᵀ pivot is not positive, else -1.
     """
     cdef const Blocks* B = &P.B
-    cdef scalar one = 1
     cdef idx_t fc = B.fcol[k]
     cdef int w = cblk_width(B, k), m = B.stride[k], info, h, M
     cdef scalar* base = <scalar*>P.cblk[k].lcoef
@@ -28,6 +29,13 @@ cdef idx_t factor_panel(const FactorState* P, idx_t k, scalar* wbuf, scalar* tmp
             return -1
         base = <scalar*>P.cblk[k].lcoef
         ubase = <scalar*>P.cblk[k].ucoef
+    elif P.cblk[k].compress == JUST_IN_TIME and P.cblk[k].lcoef == NULL:
+        # Just-in-time, and no update came: its panels are made now.
+        if ensure_panels(P, k, wbuf) < 0:
+            P.nomem[0] = 1
+            return -1
+        base = <scalar*>P.cblk[k].lcoef
+        ubase = <scalar*>P.cblk[k].ucoef
     # All updates to k are in: add A, the panel is complete.
     add_entries(&P.al, base, k)
     if P.ops.two_factors:
@@ -36,7 +44,6 @@ cdef idx_t factor_panel(const FactorState* P, idx_t k, scalar* wbuf, scalar* tmp
         info = potrf(w, base, m)
         if info > 0:
             return fc + info - 1
-        trsm(c'R', c'L', P.ops.tr, c'N', m - w, w, one, base, m, base + w, m)
     elif P.ops.diagonal == PARTIAL_LU:
         ipiv = <int*>tmp  # Bunch-Kaufman's scratch, free for LU: 2w + 2 scalars >= w ints
         count[0] += lu_local(w, w, base, m, P.tol, &P.pert[fc], ipiv)
@@ -49,21 +56,15 @@ cdef idx_t factor_panel(const FactorState* P, idx_t k, scalar* wbuf, scalar* tmp
                 P.lperm[fc + ipiv[h]] = e
                 for M in range(m):
                     swap(&ubase[M + h * m], &ubase[M + ipiv[h] * m])
-        trsm(c'R', c'U', c'N', c'N', m - w, w, one, base, m, base + w, m)
-        trsm(c'R', c'L', c'T', c'U', m - w, w, one, base, m, ubase + w, m)
     else:
         count[0] += ldlt_bunch_kaufman(w, m, base, P.ops.conj, P.tol, &P.lperm[fc],
                                        &P.pivtype[fc], &P.pert[fc], &dsub[fc], tmp)
-        if m > w:
-            # W = A21 L11⁻ᵀ is kept for the updates; the panel becomes L21 = W D⁻¹.
-            trsm(c'R', c'L', P.ops.tr, c'U', m - w, w, one, base, m, base + w, m)
-            for h in range(w):
-                for M in range(m - w):
-                    wbuf[M + h * (m - w)] = base[w + M + h * m]
-            apply_dinv_right(w, m - w, base, m, base + w, m, P.ops.conj, &P.pivtype[fc],
-                             &dsub[fc])
-    if P.cblk[k].compress:
-        compress_cblk(P, k, base)
+    if P.cblk[k].compress and compress_cblk(P, k, base) == 0:
+        return -1
+    # The panel below the block; LDLᵀ keeps W = A21 L11⁻ᵀ for the updates.
+    solve_rows(P, k, L_PANEL, m - w, base + w, m, wbuf)
+    if P.ops.two_factors:
+        solve_rows(P, k, U_PANEL, m - w, ubase + w, m, NULL)
     return -1
 
 

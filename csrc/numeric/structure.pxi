@@ -191,10 +191,11 @@ cdef class Storage:
     owners : int32 array (ncblk), optional
         The owner of each cblk; all 0 (this process) by default.
     compress : int8 array (ncblk), optional
-        Cblks compressed once factored: 1 (just-in-time) gets panels of its own, freed
-        when the factorization replaces them by tiles; 2 (minimal memory) gets none
-        here: the factorization allocates them when the cblk is factored, gathering its
-        updates then, and frees them once compressed.
+        Cblks compressed once factored; they get no panel here. 1 (just-in-time): the
+        factorization gives it panels of its own at its first update and frees them
+        when it replaces them by tiles; 2 (minimal memory): the factorization
+        allocates them when the cblk is factored, gathering its updates then, and
+        frees them once compressed.
     touch_threads : int
         Threads that fault the panels' pages in (see :func:`touch_pages`): those of
         the factorization, so that first-touch memory placement follows them.
@@ -285,17 +286,9 @@ cdef class Storage:
             if owner[k] == rank and alone[k] == MINIMAL_MEMORY:
                 self.cblk[k].compress = MINIMAL_MEMORY
             elif owner[k] == rank and alone[k]:
-                # Panels of its own (zeroed, faulted in as they are written), freed once
-                # compressed.
+                # Panels of its own, made at its first update (compress.pxi's
+                # ensure_panels) and freed once compressed; counted here.
                 self.cblk[k].compress = JUST_IN_TIME
-                self.cblk[k].lcoef = calloc(sizes[k], isz)
-                if two_factors:
-                    self.cblk[k].ucoef = calloc(sizes[k], isz)
-                if self.cblk[k].lcoef == NULL or (two_factors and self.cblk[k].ucoef == NULL):
-                    raise MemoryError("cannot allocate the panels of a compressed cblk")
-                touch_pages(<char*>self.cblk[k].lcoef, sizes[k] * isz, touch_threads)
-                if two_factors:
-                    touch_pages(<char*>self.cblk[k].ucoef, sizes[k] * isz, touch_threads)
                 self.entries += sizes[k] * (2 if two_factors else 1)
 
     def __dealloc__(self):
@@ -401,7 +394,8 @@ cdef class Storage:
             raise ValueError(f"no {factor} factor in this storage")
         if self.cblk[k].compress:
             if self.cblk[k].lcoef == NULL:
-                raise ValueError(f"cblk {k} has no panel yet (minimal memory: not factored)")
+                raise ValueError(f"cblk {k} has no panel yet (compressed cblks get theirs "
+                                 "during the factorization)")
             # Panels of its own (it was to be compressed and was not).
             view = _copy_array(self.cblk[k].lcoef if factor == "L" else self.cblk[k].ucoef,
                                self.structure.stride[k],

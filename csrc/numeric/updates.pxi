@@ -296,6 +296,13 @@ cdef void apply_updates(Scheduler* S, const FactorState* P, idx_t k, scalar* wor
     cdef const Blocks* B = &P.B
     cdef idx_t b, g, e, f, end = B.bloknum[k + 1]
     cdef int H
+    if targets_ready(S, P, k, work) < 0:
+        P.nomem[0] = 1
+        if S != NULL:
+            omp_set_lock(&S.qlock)
+            S.abort = 1
+            omp_unset_lock(&S.qlock)
+        return
     if P.cblk[k].storage == LOWRANK:
         if apply_updates_lowrank(S, P, k, work, <idx_t*>tmp) < 0:
             P.nomem[0] = 1
