@@ -4,7 +4,8 @@ Usage::
 
     PYTHONPATH=. python benchmarks/run.py [--quick | --small]
         [--solvers pastixpy,spsolve,scipy,cholmod,mumps,pardiso]
-        [--threads 1,2] [--precision double,mixed] [--runs 3] [--problems lap3d,helmholtz,...]
+        [--threads 1,2] [--precision double,mixed] [--compress blr1e-8,mm1e-8,pc1e-4]
+        [--runs 3] [--problems lap3d,helmholtz,...]
         [--json out.json] [--markdown out.md] [--timeout 1800]
 
 For each problem, solver and thread count: analysis, factorization and solve
@@ -21,7 +22,12 @@ fixed costs decide. After each problem, the solvers are ranked by total time
 ``--precision double,mixed`` runs pastixpy in each precision (``pastixpy:mixed`` in
 the table) and prints, per problem and thread count, each precision against double
 and against CHOLMOD (numeric factorization, factorization + one solve, factor and
-peak memory). See docs/performance.md for the columns.
+peak memory). ``--compress`` adds pastixpy with block low-rank factors, one row per
+variant (``blrTOL`` just-in-time at TOL, solves refined by GMRES; ``mmTOL`` minimal
+memory; ``pcTOL`` the factors as scipy GMRES's preconditioner; ``mixed+blrTOL``
+single-precision tiles; ``pastixpy+blr1e-8`` in the table); ``benchmarks/blr.py``
+prints their ratios to our full rank and to CHOLMOD. See docs/performance.md for
+the columns.
 """
 
 import argparse
@@ -425,6 +431,23 @@ def precision_lines(label, ratios):
     return lines
 
 
+def compressed_name(variant):
+    """The solver name of a ``--compress`` variant (``blr1e-8`` → ``pastixpy+blr1e-8``,
+    ``mixed+blr1e-8`` → ``pastixpy:mixed+blr1e-8``), checked."""
+    precision, _, compress = variant.rpartition("+")
+    mode = next((m for m in ("blr", "mm", "pc") if compress.startswith(m)), None)
+    try:
+        tol = float(compress[len(mode) :]) if mode else None
+    except ValueError:
+        tol = None
+    if tol is None or not 0 < tol < 1 or precision not in ("", *PRECISIONS):
+        raise SystemExit(
+            f"unknown --compress variant {variant!r}: give blrTOL, mmTOL or pcTOL "
+            "(TOL in (0, 1)), optionally after a precision (mixed+blr1e-8)"
+        )
+    return f"pastixpy:{precision}+{compress}" if precision else f"pastixpy+{compress}"
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="small problems, one run: 1-2 minutes")
@@ -445,6 +468,12 @@ def main():
         default="double",
         help="pastixpy's precisions, comma-separated: double, mixed, single (default double)",
     )
+    p.add_argument(
+        "--compress",
+        default="",
+        help="pastixpy's block low-rank variants, comma-separated: blrTOL, mmTOL, pcTOL, "
+        "mixed+blrTOL (e.g. blr1e-8,pc1e-4; default none)",
+    )
     args = p.parse_args()
     reexec_without_slow_env()
 
@@ -460,9 +489,10 @@ def main():
     bad = [q for q in precisions if q not in PRECISIONS]
     if bad:
         raise SystemExit(f"unknown precision(s) {', '.join(bad)}; known: {', '.join(PRECISIONS)}")
+    variants = [compressed_name(v.strip()) for v in args.compress.split(",") if v.strip()]
     if "pastixpy" in names:
         at = names.index("pastixpy") + 1
-        names[at:at] = [f"pastixpy:{q}" for q in precisions if q != "double"]
+        names[at:at] = [f"pastixpy:{q}" for q in precisions if q != "double"] + variants
     solvers = {s: availability(s) for s in names}
     if args.small:
         problems, missing = small_problems(), []
