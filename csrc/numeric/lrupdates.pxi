@@ -172,9 +172,18 @@ cdef void lowrank_column(Scheduler* S, const FactorState* P, idx_t k, idx_t j,
             omp_set_lock(&S.locks[f])
         expand_column(P, k, j, f, L.left, L.right, L.uside, op, stack, M,
                       stack + <size_t>M * L.hmax, prod, runs)
+    elif r == 0 and not P.ops.two_factors:
+        # A zero right operand: nothing to subtract.
+        if S != NULL:
+            omp_set_lock(&S.locks[f])
+    elif not P.ops.two_factors and (S == NULL or omp_test_lock(&S.locks[f])):
+        # A dense right operand, the target's lock free: each tile's product straight
+        # into its rows there.
+        dense_column(P, k, j, f, w, op, L.left, rhs, work)
     else:
-        # A dense (or rank 0) right operand (LU: either): the products into a buffer
-        # laid out as the dense updates' (update_products), subtracted by their scatter.
+        # A dense (or rank 0) right operand (LU: either), or a busy target: the
+        # products into a buffer laid out as the dense updates' (update_products),
+        # subtracted by their scatter under the lock.
         dense_products(P, j, j, end, w, op, L.left, rhs, prod, M, stack, work)
         if P.ops.two_factors:
             dense_products(P, j, j + 1, end, w, op, L.uside, &L.right[j], prod + <size_t>M * h,
@@ -210,6 +219,34 @@ cdef int apply_updates_lowrank(Scheduler* S, const FactorState* P, idx_t k, scal
     return 0
 
 
+
+
+cdef void dense_column(const FactorState* P, idx_t k, idx_t j, idx_t f, int w, char op,
+                       const Side* left, const Side* right, scalar* work) noexcept nogil:
+    """Subtract Left_i op(Right) for the tiles i = j.. of compressed cblk k (``left``
+    indexed by blok) straight from their rows in cblk f's panel, Right being the dense
+    tile of column blok j: each tile's rows are one run there (a blok lies inside
+    one blok of the cblk it faces), so one product per tile and no scatter.
+    ``work`` holds h x h scalars (a low-rank Left's Y op(Right))."""
+    cdef const Blocks* B = &P.B
+    cdef scalar one = 1, mone = -1, zero = 0
+    cdef idx_t i, fb = B.bloknum[f], fend = B.bloknum[f + 1], sf = B.stride[f]
+    cdef int hj = right.rows, ra, hi
+    cdef scalar* col = lpanel(P, f, work) + (B.frow[j] - B.fcol[f]) * sf
+    cdef scalar* dst
+    for i in range(j, B.bloknum[k + 1]):
+        while fb < fend and B.lrow[fb] < B.frow[i]:
+            fb += 1
+        dst = col + B.bcoef[fb] + (B.frow[i] - B.frow[fb])
+        ra = left[i].rank
+        hi = left[i].rows
+        if ra < 0:
+            gemm(c'N', op, hi, hj, w, mone, <scalar*>left[i].u, hi, <scalar*>right.u, hj, one,
+                 dst, sf)
+        elif ra > 0:
+            gemm(c'N', op, ra, hj, w, one, <scalar*>left[i].y, ra, <scalar*>right.u, hj, zero,
+                 work, ra)
+            gemm(c'N', c'N', hi, hj, ra, mone, <scalar*>left[i].u, hi, work, ra, one, dst, sf)
 
 
 cdef void dense_products(const FactorState* P, idx_t j, idx_t first, idx_t end, int w, char op,
