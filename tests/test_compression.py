@@ -481,8 +481,9 @@ print(json.dumps({"peak": status("VmHWM") - base, "factors": F.stats["factor_byt
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
 def test_minimal_memory_lowers_the_peak():
-    """In a fresh process each: just-in-time's peak holds every panel (dense panels and
-    tiles together), minimal memory's stays near the compressed factors."""
+    """In a fresh process each: just-in-time's peak is at most full rank's (its panels
+    are made at their first update and freed once compressed, so some exist with the
+    tiles), minimal memory's stays near the compressed factors."""
     peaks = {}
     for strategy in ("full", "jit", "minmem"):
         out = subprocess.run(
@@ -491,5 +492,6 @@ def test_minimal_memory_lowers_the_peak():
         peaks[strategy] = json.loads(out.stdout)
     full, jit, mm = peaks["full"], peaks["jit"], peaks["minmem"]
     assert mm["factors"] == jit["factors"] < full["factors"]
-    assert jit["peak"] >= 0.9 * full["peak"]
+    assert jit["peak"] <= 1.05 * full["peak"]
+    assert mm["peak"] <= 1.05 * jit["peak"]
     assert mm["peak"] < 0.5 * (mm["factors"] + full["factors"])  # nearer compressed than full

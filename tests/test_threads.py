@@ -340,7 +340,7 @@ def test_ctrl_c_stops_the_workers(threads):
         if len(seen) == 1:
             _thread.interrupt_main()  # as Ctrl-C would, in the middle of the factorization
 
-    A = laplacian((16, 16, 16))
+    A = laplacian(PROGRESS_GRID)
     with pytest.raises(KeyboardInterrupt):
         pastixpy.factorize(A, threads=threads, progress=progress)
     assert seen[0] < 1 and 1.0 not in seen
