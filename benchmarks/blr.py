@@ -4,6 +4,7 @@ Usage::
 
     PYTHONPATH=. python benchmarks/blr.py [--problems lap3d-60,lap3d-80] [--threads 1,2]
         [--runs 3] [--variants blr1e-8,pc1e-4,mixed+blr1e-8] [--json out.json]
+        [--memory-limit GIB] [--rhs 16]
 
 For each problem and thread count, in fresh processes (``worker.py``, medians of
 ``--runs``): pastixpy full rank, each compressed variant, and CHOLMOD (SPD problems,
@@ -22,6 +23,10 @@ single-precision compressed factors refined to double. Columns:
   GMRES included) over full rank's, the analysis left out;
 - the 1-right-hand-side solve's GMRES iterations (refinement steps or scipy's), and
   the worst backward error of the 1- and 16-right-hand-side solves.
+
+``--memory-limit`` caps each run's address space (``resource.setrlimit``): a
+variant that needs more fails as on a smaller machine (the scale test: minimal memory
+against full rank); ``--rhs 0`` leaves the many-right-hand-sides solve out.
 
 The ratios are medians of per-run ratios (runs paired in order), so that the shared
 machine's noise mostly cancels. OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are unset for the
@@ -93,6 +98,8 @@ def main():
     ap.add_argument("--timeout", type=int, default=1800)
     ap.add_argument("--json")
     ap.add_argument("--no-cholmod", action="store_true", help="leave CHOLMOD out")
+    ap.add_argument("--memory-limit", type=float, help="GiB of address space per run")
+    ap.add_argument("--rhs", type=int, default=16, help="columns of the many-RHS solve")
     args = ap.parse_args()
     problems, _ = all_problems()
     wanted = [w for w in args.problems.split(",") if w]
@@ -106,6 +113,7 @@ def main():
         for v in variants
     ]
     have_cholmod = availability("cholmod")[0] and not args.no_cholmod
+    limit = int(args.memory_limit * 2**30) if args.memory_limit else None
     records = []
     print(HEADER, flush=True)
     with tempfile.TemporaryDirectory() as work:
@@ -120,7 +128,17 @@ def main():
                     # Interleaved: each round runs every solver once, so that a slow spell
                     # of the machine hits them all.
                     for name in solvers:
-                        raw[name].append(spawn(path, name, t, problem.structure, args.timeout))
+                        raw[name].append(
+                            spawn(
+                                path,
+                                name,
+                                t,
+                                problem.structure,
+                                args.timeout,
+                                memory_limit=limit,
+                                rhs=args.rhs,
+                            )
+                        )
                 full = raw["pastixpy"]
                 chol = raw.get("cholmod")
                 for name in solvers:

@@ -110,11 +110,13 @@ def cpu_model():
 # ------------------------------------------------------------------ running the workers
 
 
-def spawn(matrix, solver, threads, structure, timeout):
-    """One run in a fresh process; returns the worker's result dict (status "ok" or not)."""
+def spawn(matrix, solver, threads, structure, timeout, **options):
+    """One run in a fresh process; returns the worker's result dict (status "ok" or not).
+    ``options``: the worker's optional keys (``memory_limit``, ``rhs``)."""
     env = {k: v for k, v in os.environ.items() if k not in SLOW_ENV}
     env.update({k: str(threads) for k in THREAD_ENV})
     spec = {"matrix": str(matrix), "solver": solver, "threads": threads, "structure": structure}
+    spec.update({k: v for k, v in options.items() if v is not None})
     cmd = [sys.executable, str(HERE / "worker.py"), json.dumps(spec)]
     try:
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
