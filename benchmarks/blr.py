@@ -148,7 +148,12 @@ def main():
                         print(f"| {problem.label} | {t} | {name} | {runs[0].get('error')} |")
                         continue
                     full_bytes = median([r.get("full_rank_bytes") or r["factor_bytes"] for r in ok])
-                    ref_bytes = median([r["factor_bytes"] for r in full if r["status"] == "ok"])
+                    # Our full rank's stored bytes; where it did not run (a memory limit),
+                    # the full-rank size the compressed run reports.
+                    ref_bytes = (
+                        median([r["factor_bytes"] for r in full if r["status"] == "ok"])
+                        or full_bytes
+                    )
                     rec = {
                         "problem": problem.name,
                         "threads": t,
