@@ -1,0 +1,71 @@
+"""The refinement's own right-preconditioned GMRES (pastixpy.refine.right_gmres)."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pastixpy.refine import right_gmres
+
+
+def _system(n, seed, complex_):
+    rng = np.random.default_rng(seed)
+    A = 4 * np.eye(n) + rng.standard_normal((n, n)) / np.sqrt(n)
+    if complex_:
+        A = A + 1j * rng.standard_normal((n, n)) / np.sqrt(n)
+    # An inexact inverse, as compressed or single-precision factors give.
+    M = np.linalg.inv(A + 0.3 * rng.standard_normal((n, n)) / np.sqrt(n))
+    b = rng.standard_normal(n) + (1j * rng.standard_normal(n) if complex_ else 0)
+    return A, M, b
+
+
+@pytest.mark.parametrize("complex_", [False, True])
+@pytest.mark.parametrize("restart", [3, 30])
+def test_reaches_the_true_residual_with_one_solve_per_iteration(complex_, restart):
+    A, M, b = _system(120, 1, complex_)
+    solves = []
+
+    def psolve(v):
+        solves.append(1)
+        return M @ v
+
+    atol = 1e-12 * np.linalg.norm(b)
+    x, its = right_gmres(lambda v: A @ v, psolve, b, np.zeros_like(b), atol, restart=restart)
+    assert np.linalg.norm(A @ x - b) <= 1.01 * atol
+    assert np.abs(x - np.linalg.solve(A, b)).max() <= 1e-10 * np.abs(x).max()
+    assert len(solves) == its
+
+
+def test_starts_from_x0_and_does_nothing_when_it_is_good_enough():
+    A, M, b = _system(50, 2, False)
+    x0 = np.linalg.solve(A, b)
+    x, its = right_gmres(lambda v: A @ v, lambda v: M @ v, b, x0, 1e-8)
+    assert its == 0 and np.array_equal(x, x0)
+
+
+def test_stops_at_maxiter_and_at_rounding_floor():
+    A, M, b = _system(80, 3, True)
+    x, its = right_gmres(lambda v: A @ v, lambda v: v, b, np.zeros_like(b), 1e-14, maxiter=4)
+    assert its == 4
+    # An unreachable tolerance: the iterations stop once a cycle gains nothing.
+    x, its = right_gmres(
+        lambda v: A @ v, lambda v: M @ v, b, np.zeros_like(b), 1e-30, restart=5, maxiter=10**4
+    )
+    assert its < 10**4
+    assert np.linalg.norm(A @ x - b) <= 1e-13 * np.linalg.norm(b)
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(2, 40), seed=st.integers(0, 10**6), complex_=st.booleans())
+def test_property_matches_a_dense_solve(n, seed, complex_):
+    A, M, b = _system(n, seed, complex_)
+    x, _ = right_gmres(
+        lambda v: A @ v,
+        lambda v: M @ v,
+        b,
+        np.zeros_like(b),
+        1e-12 * np.linalg.norm(b),
+        restart=10,
+        maxiter=400,
+    )
+    assert np.linalg.norm(A @ x - b) <= 1e-11 * np.linalg.norm(b)
