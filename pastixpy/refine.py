@@ -10,7 +10,6 @@ column for several right-hand sides.
 
 import numpy as np
 import scipy.sparse.linalg as sla
-from scipy.linalg import solve_triangular
 
 #: Refinement stops at this many units of roundoff of backward error (the precision's
 #: floor): steps below it change the last bits only.
@@ -218,10 +217,13 @@ def right_gmres(matvec, psolve, b, x0, atol, restart=30, maxiter=300):
         while k < m:
             Z.append(psolve(V[k]))
             w = matvec(Z[k])
+            h0 = np.linalg.norm(w)
             for i in range(k + 1):  # modified Gram-Schmidt
                 H[i, k] = np.vdot(V[i], w)
                 w -= H[i, k] * V[i]
             h = np.linalg.norm(w)
+            if h <= np.finfo(dtype).eps * h0:
+                h = 0.0  # the Krylov space is invariant (A M singular on it, or x found)
             H[k + 1, k] = h
             for i in range(k):  # the earlier rotations
                 a, c = H[i, k], H[i + 1, k]
@@ -236,7 +238,12 @@ def right_gmres(matvec, psolve, b, x0, atol, restart=30, maxiter=300):
             if abs(g[k]) <= atol or h == 0:
                 break
             V.append(w / h)
-        y = solve_triangular(H[:k, :k], g[:k])
+        R, rhs = H[:k, :k], g[:k]
+        if not (np.isfinite(R).all() and np.isfinite(rhs).all()):
+            break  # a NaN or Inf from the operator: no direction to take
+        # Least squares, not a triangular solve: where A (or M) is singular the last
+        # pivots are rounding, which would blow the step up.
+        y = np.linalg.lstsq(R, rhs, rcond=None)[0]
         for i in range(k):
             x += y[i] * Z[i]
         r = b - matvec(x)

@@ -69,3 +69,13 @@ def test_property_matches_a_dense_solve(n, seed, complex_):
         maxiter=400,
     )
     assert np.linalg.norm(A @ x - b) <= 1e-11 * np.linalg.norm(b)
+
+
+def test_a_singular_operator_or_a_nan_does_not_raise():
+    A = np.diag([1.0, 2.0, 0.0])
+    b = np.array([1.0, 1.0, 1.0])
+    x, _ = right_gmres(lambda v: A @ v, lambda v: v, b, np.zeros(3), 1e-12, restart=3)
+    # The least-squares solution on the range: b's last entry cannot be matched.
+    assert np.allclose(x[:2], [1.0, 0.5])
+    x, _ = right_gmres(lambda v: A @ v, lambda v: v * np.nan, b, np.zeros(3), 1e-12)
+    assert np.array_equal(x, np.zeros(3))
