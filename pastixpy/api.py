@@ -417,6 +417,7 @@ def factorize(
     progress=None,
     precision="auto",
     compress=None,
+    comm=None,
 ):
     """Factor a square sparse matrix: LLᵀ, LDLᵀ, LDLᴴ or LU.
 
@@ -484,6 +485,12 @@ def factorize(
         the bytes saved, ranks and time; :meth:`Factorization.aspreconditioner` applies
         the compressed factors alone. Compressed factors that cannot be refined to the
         tolerance are refactored without compression, with a warning.
+    comm : MPI communicator, optional
+        Spread the factors over the ranks of ``comm`` (mpi4py's ``MPI.COMM_WORLD``):
+        every rank calls ``factorize``, A given on rank 0 (None elsewhere) or by
+        blocks of rows; returns a
+        :class:`pastixpy.distributed.DistributedFactorization` on every rank, whose
+        solves are collective (docs/distributed.md). One rank: as without.
 
     Returns
     -------
@@ -511,6 +518,23 @@ def factorize(
     >>> F.kind, bool(F.stats["backward_error"] < 1e-14)
     ('llt', True)
     """
+    if comm is not None:
+        from . import distributed
+
+        return distributed.factorize(
+            A,
+            comm,
+            kind=kind,
+            ordering=ordering,
+            refine=refine,
+            matching=matching,
+            scaling=scaling,
+            pivot_tol=pivot_tol,
+            threads=threads,
+            progress=progress,
+            precision=precision,
+            compress=compress,
+        )
     t0 = time.perf_counter()
     options = Options.parse(
         kind=kind,

@@ -108,6 +108,8 @@ class Options:
         the requested accuracy (else raise).
     compress : Compression or None
         Block low-rank compression of the factors (see :mod:`pastixpy.compression`).
+    comm : communicator or None
+        The ranks a distributed factorization spreads over (:mod:`pastixpy.distributed`).
     """
 
     kind: str = "auto"
@@ -121,6 +123,7 @@ class Options:
     precision: str = "auto"
     fallback: bool = True
     compress: object = None
+    comm: object = None
 
     @classmethod
     def parse(
@@ -135,6 +138,7 @@ class Options:
         progress=None,
         precision="auto",
         compress=None,
+        comm=None,
     ):
         """Validate :func:`pastixpy.factorize`'s keyword arguments into Options."""
         kind, _ = parse_option(kind, KIND_CHOICES, "kind")
@@ -159,6 +163,19 @@ class Options:
         fallback = pkw.get("fallback", True)
         if not isinstance(fallback, bool):
             raise OptionError(f"precision 'mixed' takes fallback=True or False, got {fallback!r}")
+        compress = parse_compress(compress)
+        if comm is not None:
+            if not all(hasattr(comm, a) for a in ("Get_rank", "Get_size", "bcast", "Recv")):
+                raise InvalidInputError(
+                    f"comm must be an MPI communicator (mpi4py's MPI.COMM_WORLD), got {comm!r}"
+                )
+            if comm.Get_size() == 1:
+                comm = None  # one rank: the one-process factorization
+            elif compress is not None and compress.strategy == "minmem":
+                raise OptionError(
+                    "compress strategy 'minmem' gathers a cblk's updates from every cblk "
+                    "facing it and cannot take them from other ranks: use 'jit' with comm="
+                )
         return cls(
             kind=kind,
             ordering=ordering,
@@ -170,7 +187,8 @@ class Options:
             progress=progress,
             precision=name,
             fallback=fallback,
-            compress=parse_compress(compress),
+            compress=compress,
+            comm=comm,
         )
 
     @property

@@ -241,6 +241,7 @@ def _attempt(C, plan, options, seconds, reuse):
             progress=options.progress,
             threads=options.threads,
             compression=options.compress,
+            comm=options.comm,
         )
     finally:
         # Every try's seconds count, a Cholesky that failed included.

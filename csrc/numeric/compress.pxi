@@ -11,50 +11,6 @@
 # products with a tile take the ops ('N', 'T', 'C') of the dense code unchanged.
 
 
-cdef int ensure_panels(const FactorState* P, idx_t f, scalar* like) noexcept nogil:
-    """Give just-in-time cblk f its panel(s), zeroed, if it has none yet (its first
-    update, or its factorization when it receives none): panels made as they are
-    needed, while earlier ones are being compressed and freed, keep the peak below
-    the full-rank factors'. The caller holds f's lock (threads). Returns -1 when the
-    memory could not be allocated."""
-    cdef CblkStore* c = &P.cblk[f]
-    cdef size_t size = <size_t>P.B.stride[f] * cblk_width(&P.B, f) * sizeof(scalar)
-    if c.compress != JUST_IN_TIME or c.lcoef != NULL or c.storage != DENSE:
-        return 0
-    c.lcoef = calloc(max(size, 1), 1)
-    if c.lcoef == NULL:
-        return -1
-    touch_pages(<char*>c.lcoef, size, 1)
-    if P.ops.two_factors:
-        c.ucoef = calloc(max(size, 1), 1)
-        if c.ucoef == NULL:
-            free(c.lcoef)
-            c.lcoef = NULL
-            return -1
-        touch_pages(<char*>c.ucoef, size, 1)
-    return 0
-
-
-cdef int targets_ready(Scheduler* S, const FactorState* P, idx_t k, scalar* like) noexcept nogil:
-    """:func:`ensure_panels` for every cblk that cblk k's bloks face (under its lock
-    with a scheduler), before k sends its updates. Returns -1 when memory ran out."""
-    cdef const Blocks* B = &P.B
-    cdef idx_t b, f
-    cdef int got = 0
-    for b in range(B.bloknum[k] + 1, B.bloknum[k + 1]):
-        f = B.fcblk[b]
-        if P.cblk[f].compress != JUST_IN_TIME:
-            continue
-        if S != NULL:
-            omp_set_lock(&S.locks[f])
-        got = ensure_panels(P, f, like)
-        if S != NULL:
-            omp_unset_lock(&S.locks[f])
-        if got < 0:
-            return -1
-    return 0
-
-
 cdef inline void free_tile_list(Tile* tiles, idx_t ntile) noexcept nogil:
     cdef idx_t t
     if tiles == NULL:

@@ -126,8 +126,11 @@ cdef void factorize_in_order(FactorState* P, scalar* work, scalar* wbuf, scalar*
     cdef idx_t k
     cdef double done = 0, total = 0
     for k in range(P.B.ncblk):
-        total += cblk_weight(P, k)
+        if P.only == NULL or P.only[k]:
+            total += cblk_weight(P, k)
     for k in range(P.B.ncblk):
+        if P.only != NULL and not P.only[k]:
+            continue
         failed[0] = factor_panel(P, k, wbuf, tmp, count)
         if failed[0] >= 0 or P.nomem[0]:
             return
@@ -141,7 +144,7 @@ cdef void factorize_in_order(FactorState* P, scalar* work, scalar* wbuf, scalar*
 
 def factorize(Structure structure, Storage storage, int kind, double tol, assembly,
               scalar[::1] values_l, scalar[::1] values_u, pivots, int threads=1,
-              progress=None, compression=None):
+              progress=None, compression=None, only=None):
     """Factor all cblks in place (GIL released), on ``threads`` OpenMP threads.
 
     Parameters
@@ -176,6 +179,10 @@ def factorize(Structure structure, Storage storage, int kind, double tol, assemb
         ``max_ratio`` and ``min_height`` (see :c:type:`Compression`), ``power``.
         Each such cblk is compressed as soon as it is factored and sends its updates
         from its tiles; :meth:`Storage.tiles` reports the result.
+    only : int8 array (ncblk), optional
+        Factor only the cblks marked 1 (held here, their updates from other calls and
+        owners already in), in order; their updates go to every cblk they face (held
+        here, or a fan-in panel), which later calls factor or hand over. Default: all.
 
     Returns
     -------
@@ -196,7 +203,7 @@ def factorize(Structure structure, Storage storage, int kind, double tol, assemb
     cdef list errors = []
     cdef Reporter R = new_reporter(progress, errors)
     cdef scalar* work = NULL  # also picks the specialization of the calls below
-    storage.check(structure, scalar_code(work))
+    storage.check(structure, scalar_code(work), False)
     P.B = structure.B
     P.ops = kind_ops(kind, scalar is cfloat or scalar is cdouble)
     if storage.two_factors != P.ops.two_factors:
@@ -232,6 +239,14 @@ def factorize(Structure structure, Storage storage, int kind, double tol, assemb
     for k in range(P.B.ncblk):
         if storage.cblk[k].compress == MINIMAL_MEMORY and P.in_ptr == NULL:
             raise ValueError("minimal-memory cblks need compression's incoming bloks")
+    cdef const int8_t[::1] mask
+    P.only = NULL
+    if only is not None:
+        mask = only
+        if mask.shape[0] != P.B.ncblk:
+            raise ValueError("only needs one entry per cblk")
+        P.only = &mask[0]
+    check_factored(&P, storage)
     if threads > 1 and P.B.ncblk > 1:
         result = factorize_threaded(&P, threads, &R, errors, work)
         storage.count_held()
@@ -252,6 +267,30 @@ def factorize(Structure structure, Storage storage, int kind, double tol, assemb
     if nomem:
         raise MemoryError("cannot allocate the work memory of a compressed cblk's updates")
     return count, failed
+
+
+cdef int check_factored(const FactorState* P, Storage storage) except -1:
+    """Raise unless every cblk to factor is held here as a dense panel and every cblk
+    it faces is held here or has a fan-in panel."""
+    cdef idx_t k, b, f
+    cdef bint minmem = False, shared = False
+    for k in range(P.B.ncblk):
+        minmem = minmem or P.cblk[k].compress == MINIMAL_MEMORY
+        shared = shared or P.cblk[k].storage == ABSENT or P.cblk[k].storage == FANIN
+    if minmem and shared:
+        raise ValueError("minimal memory gathers a cblk's updates from every cblk facing "
+                         "it: not with cblks of other owners")
+    for k in range(P.B.ncblk):
+        if P.only != NULL and not P.only[k]:
+            continue
+        if P.cblk[k].storage != DENSE:
+            raise ValueError(f"cblk {k} is to be factored but is not held here")
+        for b in range(P.B.bloknum[k] + 1, P.B.bloknum[k + 1]):
+            f = P.B.fcblk[b]
+            if P.cblk[f].storage == ABSENT:
+                raise ValueError(f"cblk {k} updates cblk {f}, which is neither held here "
+                                 "nor given a fan-in panel")
+    return 0
 
 
 LR_METHODS = {"rrqr": LR_RRQR, "svd": LR_SVD, "randomized": LR_RANDOMIZED}

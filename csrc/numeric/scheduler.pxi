@@ -21,6 +21,7 @@ cdef struct Scheduler:
     idx_t count  # perturbed pivots
     int abort  # the progress callback raised (or Ctrl-C): stop
     double* weight  # estimated flops per cblk, for progress
+    const int8_t* only  # the cblks this run factors (NULL: all); the others never ready
     double done
     double total
 
@@ -66,7 +67,7 @@ cdef void release_target(Scheduler* S, idx_t f) noexcept nogil:
     make f ready when it was the last."""
     cdef bint ready
     S.npend[f] -= 1
-    ready = S.npend[f] == 0
+    ready = S.npend[f] == 0 and (S.only == NULL or S.only[f])
     omp_unset_lock(&S.locks[f])
     if ready:
         make_ready(S, f)
@@ -164,14 +165,18 @@ cdef object factorize_threaded(FactorState* P, int nthreads, Reporter* R, list e
     S.abort = 0
     S.done = 0
     S.total = 0
+    S.only = P.only
     for k in range(ncblk):
         omp_init_lock(&S.locks[k])
+        S.weight[k] = 0
+        if P.only != NULL and not P.only[k]:
+            continue
         for b in range(P.B.bloknum[k] + 1, P.B.bloknum[k + 1]):
             S.npend[P.B.fcblk[b]] += 1
         S.weight[k] = cblk_weight(P, k)
         S.total += S.weight[k]
     for k in range(ncblk):
-        if S.npend[k] == 0:
+        if S.npend[k] == 0 and (P.only == NULL or P.only[k]):
             heap_push(S.heap, &S.nheap, k)
     omp_init_lock(&S.qlock)
     with nogil, parallel(num_threads=nt):

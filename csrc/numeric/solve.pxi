@@ -389,7 +389,10 @@ cdef void backward_range(const Sweep* S, scalar* X, const idx_t* cblks, idx_t fi
         backward_cblk(S, X, k, tmp)
 
 
-cdef void check_plan(const idx_t[::1] cblks, const idx_t[::1] ptr, idx_t ncblk) except *:
+cdef void check_plan(const idx_t[::1] cblks, const idx_t[::1] ptr, idx_t ncblk,
+                     Storage storage) except *:
+    """Raise unless ``ptr`` splits ``cblks`` and each of them is held in ``storage``
+    (a distributed solve's plan names this owner's cblks only)."""
     cdef idx_t i
     if ptr.shape[0] < 2 or ptr[0] != 0 or ptr[ptr.shape[0] - 1] != cblks.shape[0]:
         raise ValueError("solve: ptr does not split cblks")
@@ -399,6 +402,8 @@ cdef void check_plan(const idx_t[::1] cblks, const idx_t[::1] ptr, idx_t ncblk) 
     for i in range(cblks.shape[0]):
         if cblks[i] < 0 or cblks[i] >= ncblk:
             raise ValueError(f"solve: cblk {cblks[i]} out of range")
+        if storage.cblk[cblks[i]].storage != DENSE and storage.cblk[cblks[i]].storage != LOWRANK:
+            raise ValueError(f"solve: cblk {cblks[i]} is not held here")
 
 
 def solve_forward(scalar[::1] X, int nrhs, Storage storage, sweep, plan):
@@ -426,7 +431,7 @@ def solve_forward(scalar[::1] X, int nrhs, Storage storage, sweep, plan):
     cdef scalar* Y
     if S.trans == c'C':
         raise ValueError("solve_forward: trans must be 'N' or 'T'")
-    check_plan(cblks, ptr, ncblk)
+    check_plan(cblks, ptr, ncblk, storage)
     if X.shape[0] < n * nrhs:
         raise ValueError("solve_forward: X is smaller than n x nrhs")
     if nt > 1:
@@ -499,7 +504,7 @@ def solve_backward(scalar[::1] X, int nrhs, Storage storage, sweep, plan):
             raise ValueError("solve_backward: conjugate ops must be conjugate on both parts")
         conj = True
         S.offtrans = S.trans = c'T'
-    check_plan(cblks, ptr, ncblk)
+    check_plan(cblks, ptr, ncblk, storage)
     if X.shape[0] < n * nrhs:
         raise ValueError("solve_backward: X is smaller than n x nrhs")
     rows = sweep_buffer_rows(&S, &cblks[0], cblks.shape[0]) if cblks.shape[0] else 1
@@ -529,7 +534,7 @@ def solve_diagonal(scalar[::1] X, int nrhs, Storage storage, const scalar[::1] d
                    const signed char[::1] pivtype):
     """X ← D⁻¹ X (X row-major, pivot order) for the block diagonal D of an LDLᵀ/LDLᴴ
     factorization: its diagonal in the panels' diagonal blocks, its 2x2 blocks'
-    off-diagonal entries in ``dsub``."""
+    off-diagonal entries in ``dsub``; on the rows of the cblks held here only."""
     cdef scalar* like = NULL
     cdef const Blocks* B = &storage.structure.B
     cdef idx_t ncblk = B.ncblk, k, fc, j, r, n = B.fcol[B.ncblk]
@@ -542,6 +547,8 @@ def solve_diagonal(scalar[::1] X, int nrhs, Storage storage, const scalar[::1] d
         raise ValueError("solve_diagonal: the arrays do not match the matrix")
     with nogil:
         for k in range(ncblk):
+            if storage.cblk[k].storage == ABSENT or storage.cblk[k].storage == FANIN:
+                continue  # another owner's
             fc = B.fcol[k]
             w = cblk_width(B, k)
             m = storage.cblk[k].ld
@@ -569,7 +576,8 @@ def solve_diagonal(scalar[::1] X, int nrhs, Storage storage, const scalar[::1] d
 
 def diagonal_entries(Storage storage, scalar[::1] out):
     """Write the diagonal of every cblk's diagonal block in L's panels into ``out``, in
-    pivot order (L's for LLᵀ, D's for LDLᵀ, U's for LU)."""
+    pivot order (L's for LLᵀ, D's for LDLᵀ, U's for LU); the entries of cblks held by
+    another owner are left as they are."""
     cdef const Blocks* B = &storage.structure.B
     cdef idx_t k, j
     cdef const scalar* d
@@ -579,6 +587,8 @@ def diagonal_entries(Storage storage, scalar[::1] out):
         raise ValueError("diagonal_entries: out needs one entry per column")
     with nogil:
         for k in range(B.ncblk):
+            if storage.cblk[k].storage == ABSENT or storage.cblk[k].storage == FANIN:
+                continue
             d = <const scalar*>storage.cblk[k].lcoef
             for j in range(cblk_width(B, k)):
                 out[B.fcol[k] + j] = d[j + j * storage.cblk[k].ld]

@@ -91,8 +91,9 @@ cdef enum:
     DENSE = 0  # column-major panels, stride x width: L's, and Uᵀ's for LU
     LOWRANK = 1  # a dense diagonal block, the off-diagonal bloks as tiles (block low-rank)
     ABSENT = 2  # held by another owner: nothing here
+    FANIN = 3  # held by another owner; here a dense panel summing this owner's updates to it
 
-STORAGE_NAMES = {DENSE: "dense", LOWRANK: "lowrank", ABSENT: "absent"}
+STORAGE_NAMES = {DENSE: "dense", LOWRANK: "lowrank", ABSENT: "absent", FANIN: "fanin"}
 
 
 cdef struct Tile:
@@ -113,7 +114,7 @@ cdef enum:
 
 
 cdef struct CblkStore:
-    int8_t storage  # DENSE, LOWRANK or ABSENT
+    int8_t storage  # DENSE, LOWRANK, ABSENT or FANIN
     int8_t dtype  # FLOAT32 ... COMPLEX128 (scalars.pxi): the factor's precision
     int8_t compress  # KEEP_DENSE, JUST_IN_TIME or MINIMAL_MEMORY
     int32_t owner  # who factors and holds the cblk (0 on one process)
@@ -168,6 +169,23 @@ cdef object _copy_array(const void* src, int rows, int cols, dtype):
     return out.T
 
 
+cdef void add_flat(dtype, void* dst, const void* src, size_t size) except *:
+    """dst[:size] += src[:size] in ``dtype``."""
+    cdef size_t i
+    if dtype == np.float32:
+        for i in range(size):
+            (<float*>dst)[i] += (<const float*>src)[i]
+    elif dtype == np.float64:
+        for i in range(size):
+            (<double*>dst)[i] += (<const double*>src)[i]
+    elif dtype == np.complex64:
+        for i in range(size):
+            (<float complex*>dst)[i] += (<const float complex*>src)[i]
+    else:
+        for i in range(size):
+            (<double complex*>dst)[i] += (<const double complex*>src)[i]
+
+
 #: Consecutive cblks share one allocation until it holds this many bytes; a cblk at
 #: least this large has its own (the large top separators, which compression and a
 #: distributed run will want to free or not hold at all).
@@ -201,6 +219,11 @@ cdef class Storage:
         the factorization, so that first-touch memory placement follows them.
     rank : int
         The owner this process is.
+    fanin : int8 array (ncblk), optional
+        Cblks of other owners that this one's cblks update (a distributed
+        factorization): each gets a fan-in panel here, made zeroed at its first update,
+        that sums those updates until :meth:`fanin_contribution` hands them over and
+        :meth:`release` frees it.
     group_bytes : int
         See :data:`GROUP_BYTES`.
     """
@@ -217,7 +240,8 @@ cdef class Storage:
     cdef bint _counted  # count_held ran
 
     def __cinit__(self, Structure structure, dtype, bint two_factors, owners=None,
-                  int rank=0, group_bytes=GROUP_BYTES, compress=None, int touch_threads=1):
+                  int rank=0, group_bytes=GROUP_BYTES, compress=None, int touch_threads=1,
+                  fanin=None):
         cdef idx_t k, g, ngroup = 0, total = 0, isz, limit
         cdef int8_t code
         cdef cnp.ndarray L, U
@@ -241,6 +265,11 @@ cdef class Storage:
         if alone_arr.shape[0] != self.ncblk:
             raise ValueError("compress needs one entry per cblk")
         cdef const int8_t[::1] alone = alone_arr
+        fanin_arr = np.zeros(self.ncblk, dtype=np.int8) if fanin is None \
+            else np.ascontiguousarray(fanin, dtype=np.int8)
+        if fanin_arr.shape[0] != self.ncblk:
+            raise ValueError("fanin needs one entry per cblk")
+        cdef const int8_t[::1] remote = fanin_arr
         # Groups: consecutive held cblks, closed once they reach group_bytes; a cblk of
         # group_bytes or more is a group by itself. offsets: each cblk's in its group.
         offsets = np.zeros(self.ncblk, dtype=np.int64)
@@ -279,14 +308,14 @@ cdef class Storage:
                 if two_factors:
                     self.cblk[k].ucoef = <char*>cnp.PyArray_DATA(U) + off[k] * isz
         for k in range(self.ncblk):
-            self.cblk[k].storage = DENSE if owner[k] == rank else ABSENT
+            self.cblk[k].storage = DENSE if owner[k] == rank else FANIN if remote[k] else ABSENT
             self.cblk[k].dtype = code
             self.cblk[k].owner = owner[k]
             self.cblk[k].ld = structure.B.stride[k]
             if owner[k] == rank and alone[k] == MINIMAL_MEMORY:
                 self.cblk[k].compress = MINIMAL_MEMORY
             elif owner[k] == rank and alone[k]:
-                # Panels of its own, made at its first update (compress.pxi's
+                # Panels of its own, made at its first update (updates.pxi's
                 # ensure_panels) and freed once compressed; counted here.
                 self.cblk[k].compress = JUST_IN_TIME
                 self.entries += sizes[k] * (2 if two_factors else 1)
@@ -298,7 +327,7 @@ cdef class Storage:
         for k in range(self.ncblk):
             if self.cblk[k].storage == LOWRANK:
                 free_tiles(&self.structure.B, k, &self.cblk[k])
-            elif self.cblk[k].compress:
+            elif self.cblk[k].compress or self.cblk[k].storage == FANIN:
                 free(self.cblk[k].lcoef)
                 free(self.cblk[k].ucoef)
         free(self.cblk)
@@ -436,16 +465,79 @@ cdef class Storage:
 
     cdef int check(self, Structure structure, int code, bint dense_only=True) except -1:
         """Raise unless this storage is for ``structure`` and holds ``code`` scalars, each
-        cblk as a dense panel (or, unless ``dense_only``, compressed)."""
+        cblk of this owner as a dense panel (or, unless ``dense_only``, compressed); the
+        others' are absent or fan-in panels (:meth:`held` tells the kernels which)."""
         cdef idx_t k
         if structure is not self.structure:
             raise ValueError("the storage is not for this block structure")
         for k in range(self.ncblk):
             if self.cblk[k].dtype != code:
                 raise ValueError(f"cblk {k} is stored in another precision than the kernel's")
+            if self.cblk[k].storage == ABSENT or self.cblk[k].storage == FANIN:
+                continue
             if self.cblk[k].storage != DENSE and (dense_only or self.cblk[k].storage != LOWRANK):
                 raise ValueError(f"cblk {k} is not held here as a dense panel")
         return 0
+
+    def held(self):
+        """Which cblks this owner holds (dense or compressed), as a bool array."""
+        return np.array([self.cblk[k].storage == DENSE or self.cblk[k].storage == LOWRANK
+                         for k in range(self.ncblk)], dtype=bool)
+
+    def fanin_contribution(self, idx_t k):
+        """Fan-in cblk k's sums of this owner's updates: ``(L, U)`` copies as flat arrays
+        (stride x width, column-major; U None but for LU), or None where no update came.
+        """
+        cdef CblkStore* c
+        if k < 0 or k >= self.ncblk or self.cblk[k].storage != FANIN:
+            raise ValueError(f"cblk {k} is not a fan-in panel here")
+        c = &self.cblk[k]
+        if c.lcoef == NULL:
+            return None
+        size = self.structure.stride[k] * (self.structure.fcol[k + 1] - self.structure.fcol[k])
+        L = np.empty(size, dtype=self.dtype)
+        memcpy(cnp.PyArray_DATA(L), c.lcoef, size * self.dtype.itemsize)
+        if not self.two_factors:
+            return L, None
+        U = np.empty(size, dtype=self.dtype)
+        memcpy(cnp.PyArray_DATA(U), c.ucoef, size * self.dtype.itemsize)
+        return L, U
+
+    def release(self, idx_t k):
+        """Free fan-in cblk k's panel (its sums handed over)."""
+        if k < 0 or k >= self.ncblk or self.cblk[k].storage != FANIN:
+            raise ValueError(f"cblk {k} is not a fan-in panel here")
+        free(self.cblk[k].lcoef)
+        free(self.cblk[k].ucoef)
+        self.cblk[k].lcoef = NULL
+        self.cblk[k].ucoef = NULL
+
+    def accumulate(self, idx_t k, cnp.ndarray L, U=None):
+        """Add another owner's fan-in sums for cblk k (held here, not yet factored) into
+        its panel(s): ``L`` (and ``U`` for LU) flat, stride x width, column-major."""
+        cdef CblkStore* c
+        cdef cnp.ndarray src
+        cdef size_t size, isz = self.dtype.itemsize
+        if k < 0 or k >= self.ncblk or self.cblk[k].storage != DENSE:
+            raise ValueError(f"cblk {k} is not held here as a dense panel")
+        c = &self.cblk[k]
+        size = self.structure.stride[k] * (self.structure.fcol[k + 1] - self.structure.fcol[k])
+        if L.dtype != self.dtype or L.size != size or (self.two_factors and U is None):
+            raise ValueError(f"cblk {k}'s contribution does not fit its panel")
+        if c.lcoef == NULL:
+            # A compressed cblk's panels are made at its first update.
+            c.lcoef = calloc(max(size, 1), isz)
+            if self.two_factors:
+                c.ucoef = calloc(max(size, 1), isz)
+            if c.lcoef == NULL or (self.two_factors and c.ucoef == NULL):
+                raise MemoryError(f"cannot allocate cblk {k}'s panels")
+        src = np.ascontiguousarray(L)
+        add_flat(self.dtype, c.lcoef, cnp.PyArray_DATA(src), size)
+        if self.two_factors:
+            src = np.ascontiguousarray(U, dtype=self.dtype)
+            if src.size != size:
+                raise ValueError(f"cblk {k}'s contribution does not fit its panel")
+            add_flat(self.dtype, c.ucoef, cnp.PyArray_DATA(src), size)
 
 
 # ---------------------------------------------------------------------------- kinds
@@ -570,3 +662,5 @@ cdef struct FactorState:
     const idx_t* in_ptr
     const idx_t* in_blok
     const idx_t* blok_cblk
+    # The cblks this call factors (1), the others only receiving updates; NULL: all.
+    const int8_t* only

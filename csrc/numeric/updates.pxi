@@ -25,6 +25,59 @@ cdef inline scalar* upanel(const FactorState* P, idx_t k, scalar* like) noexcept
     return <scalar*>P.cblk[k].ucoef
 
 
+# ---------------------------------------------------------------------------- targets
+
+cdef inline bint made_when_updated(const CblkStore* c) noexcept nogil:
+    """Whether a cblk's panels are made at its first update: a just-in-time compressed
+    cblk's (compress.pxi: panels made as they are needed, while earlier ones are being
+    compressed and freed, keep the peak below the full-rank factors'), and a fan-in
+    panel (a distributed factorization's sums of updates to another owner's cblk)."""
+    return c.lcoef == NULL and (
+        (c.compress == JUST_IN_TIME and c.storage == DENSE) or c.storage == FANIN)
+
+
+cdef int ensure_panels(const FactorState* P, idx_t f, scalar* like) noexcept nogil:
+    """Give cblk f its panel(s), zeroed, where they are made at its first update
+    (:func:`made_when_updated`) and it has none yet. The caller holds f's lock
+    (threads). Returns -1 when the memory could not be allocated."""
+    cdef CblkStore* c = &P.cblk[f]
+    cdef size_t size = <size_t>P.B.stride[f] * cblk_width(&P.B, f) * sizeof(scalar)
+    if not made_when_updated(c):
+        return 0
+    c.lcoef = calloc(max(size, 1), 1)
+    if c.lcoef == NULL:
+        return -1
+    touch_pages(<char*>c.lcoef, size, 1)
+    if P.ops.two_factors:
+        c.ucoef = calloc(max(size, 1), 1)
+        if c.ucoef == NULL:
+            free(c.lcoef)
+            c.lcoef = NULL
+            return -1
+        touch_pages(<char*>c.ucoef, size, 1)
+    return 0
+
+
+cdef int targets_ready(Scheduler* S, const FactorState* P, idx_t k, scalar* like) noexcept nogil:
+    """:func:`ensure_panels` for every cblk that cblk k's bloks face (under its lock
+    with a scheduler), before k sends its updates. Returns -1 when memory ran out."""
+    cdef const Blocks* B = &P.B
+    cdef idx_t b, f
+    cdef int got = 0
+    for b in range(B.bloknum[k] + 1, B.bloknum[k + 1]):
+        f = B.fcblk[b]
+        if not made_when_updated(&P.cblk[f]):
+            continue
+        if S != NULL:
+            omp_set_lock(&S.locks[f])
+        got = ensure_panels(P, f, like)
+        if S != NULL:
+            omp_unset_lock(&S.locks[f])
+        if got < 0:
+            return -1
+    return 0
+
+
 # ---------------------------------------------------------------------------- row runs
 
 cdef idx_t row_runs(const Blocks* B, idx_t k, idx_t bfirst, idx_t f, idx_t* runs) noexcept nogil:

@@ -62,6 +62,7 @@ def factorize_numeric(
     progress=None,
     threads=None,
     compression=None,
+    comm=None,
 ):
     """Assemble B into panels and factor them.
 
@@ -92,6 +93,10 @@ def factorize_numeric(
     compression : pastixpy.compression.Compression, optional
         Block low-rank compression of the wide cblks, each as soon as it is factored
         (their panels are allocated apart, and freed when compressed).
+    comm : communicator, optional
+        On rank 0 of a distributed factorization (the other ranks serving it,
+        :mod:`pastixpy.distributed`): the cblks are spread over the ranks, each
+        factored on ``threads`` threads (default one); returns the ranks' factors.
 
     Returns
     -------
@@ -107,6 +112,15 @@ def factorize_numeric(
         failing column in pivot order, whatever the number of threads.
     """
     dtype = np.dtype(B.dtype if dtype is None else dtype)
+    if comm is not None and comm.Get_size() > 1:
+        # Spread over the ranks of comm, each on its threads (one by default).
+        from ..distributed.session import root_factorize
+
+        factors, failed = root_factorize(
+            comm, B, layout, amap, kind, pivot_tol, dtype, threads or 1, compression
+        )
+        _raise_if_failed(failed, analysis)
+        return factors
     # The factors and the copies of B's entries in assembly order, before any of them.
     copies = 2 if kind.two_factors else 1
     panels = layout.size
@@ -159,6 +173,16 @@ def factorize_numeric(
             progress,
             None if compression is None else compression.kernel_params(B, layout),
         )
+    _raise_if_failed(failed, analysis)
+    if progress is not None:
+        progress(1.0)
+    storage.freeze()
+    pivots.freeze()
+    return Factors(kind, layout, storage, pivots, threads)
+
+
+def _raise_if_failed(failed, analysis):
+    """NotPositiveDefiniteError for the kernels' failing pivot (pivot order), if any."""
     if failed >= 0:
         column = int(analysis.perm[failed])
         raise NotPositiveDefiniteError(
@@ -166,11 +190,6 @@ def factorize_numeric(
             "positive; use kind='ldlt' (or kind='auto') for symmetric indefinite matrices",
             column=column,
         )
-    if progress is not None:
-        progress(1.0)
-    storage.freeze()
-    pivots.freeze()
-    return Factors(kind, layout, storage, pivots, threads)
 
 
 def threads_asked(analysis, layout, threads):

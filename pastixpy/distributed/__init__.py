@@ -1,0 +1,211 @@
+"""Distributed factorization and solves over MPI (mpi4py): ``pip install "pastixpy[mpi]"``.
+
+Every rank of the communicator calls the same functions (they are collective)::
+
+    from mpi4py import MPI
+    import pastixpy
+
+    comm = MPI.COMM_WORLD
+    A = load_matrix() if comm.rank == 0 else None   # or each rank its block of rows
+    F = pastixpy.factorize(A, comm=comm)            # pastixpy.distributed.factorize
+    x = F.solve(b if comm.rank == 0 else None)      # x on every rank
+    F.stats["factor_entries_local"]                 # what this rank stores
+
+Rank 0 runs the pipeline (checks, preprocessing, analysis, retries, refinement);
+the cblks of the factor are mapped onto the ranks by proportional mapping
+(:mod:`.mapping`), each rank allocating and factoring only its own, and sending its
+updates to other ranks' cblks once, summed (fan-in, :mod:`.schedule`); the triangular
+sweeps run the same way on the vector. :class:`~.local.LocalComm` runs the ranks as
+threads of one process, without MPI. See docs/distributed.md.
+"""
+
+import time
+from dataclasses import replace
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import InvalidInputError
+from .local import LocalComm, run_ranks
+from .mapping import proportional_mapping
+from .schedule import Schedule
+from .session import Ranks, finish, gather_stats, root_call, serve
+
+__all__ = [
+    "factorize",
+    "DistributedFactorization",
+    "LocalComm",
+    "run_ranks",
+    "proportional_mapping",
+    "Schedule",
+    "world",
+]
+
+
+def world():
+    """mpi4py's ``MPI.COMM_WORLD`` when this process was started by ``mpiexec`` with more
+    than one rank, else None (mpi4py absent, or a single process: MPI is not even
+    initialized then)."""
+    import os
+
+    launched = any(
+        int(os.environ.get(v, "1")) > 1
+        for v in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS", "PMIX_SIZE")
+        if os.environ.get(v, "").isdigit()
+    )
+    if not launched:
+        return None
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        return None
+    return MPI.COMM_WORLD if MPI.COMM_WORLD.Get_size() > 1 else None
+
+
+def _distribution(comm, A):
+    """How A is given: ``"root"`` (rank 0's matrix, None elsewhere) or ``"rows"`` (each
+    rank its consecutive block of rows, in rank order); the row counts for "rows"."""
+    shapes = comm.allgather(None if A is None else tuple(np.shape(A)))
+    if shapes[0] is not None and all(s is None for s in shapes[1:]):
+        return "root", None
+    if all(s is not None and len(s) == 2 for s in shapes):
+        ncols = {s[1] for s in shapes}
+        counts = [s[0] for s in shapes]
+        if len(ncols) == 1 and sum(counts) == shapes[0][1]:
+            return "rows", counts
+    raise InvalidInputError(
+        "a distributed factorization takes A on rank 0 (None on the other ranks), or on "
+        f"every rank its block of consecutive rows (row counts summing to n); got {shapes}"
+    )
+
+
+def _gather_rows(comm, block):
+    """The blocks of rows of every rank, stacked on rank 0 (None elsewhere)."""
+    parts = comm.gather(block, root=0)
+    if comm.Get_rank() != 0:
+        return None
+    if all(sp.issparse(p) for p in parts):
+        return sp.csc_array(sp.vstack([sp.csr_array(p) for p in parts]))
+    return np.concatenate([np.asarray(p) for p in parts], axis=0)
+
+
+def factorize(A, comm, **options):
+    """Factor A over the ranks of ``comm`` (collective: every rank calls it).
+
+    Parameters
+    ----------
+    A : sparse matrix or None
+        On rank 0 the whole matrix and None on the others, or on every rank its block
+        of consecutive rows (rank 0 the first ones), each a sparse (n_i, n) matrix.
+    comm : mpi4py communicator (or :class:`LocalComm`)
+    **options
+        As :func:`pastixpy.factorize`'s (validated on every rank). ``threads``: each
+        rank's (default 1); ``compress``: just-in-time only.
+
+    Returns
+    -------
+    DistributedFactorization
+        On every rank.
+
+    Raises
+    ------
+    Whatever :func:`pastixpy.factorize` raises, on every rank.
+    """
+    from ..api import _factorize
+    from ..matrix import canonical_csc
+    from ..options import Options
+
+    t0 = time.perf_counter()
+    options = Options.parse(comm=comm, **options)  # the same check on every rank
+    if options.comm is None:  # one rank
+        return _factorize(canonical_csc(A), options, None, t0)
+    comm = Ranks(comm)
+    options = replace(options, comm=comm)
+    how, counts = _distribution(comm, A)
+    if how == "rows":
+        A = _gather_rows(comm, A)
+    if comm.Get_rank() != 0:
+        factors, summary = serve(comm)
+        return DistributedFactorization(comm, None, factors, summary, how, counts)
+
+    def run():
+        F = _factorize(canonical_csc(A), options, None, t0)
+        return F, gather_stats(comm, F._factors.mine)
+
+    F, ranks = root_call(comm, run)
+    F._state.stats["distributed"] = _summary(ranks)
+    summary = dict(F.stats, shape=F.shape)
+    finish(comm, summary)
+    return DistributedFactorization(comm, F, F._factors.mine, summary, how, counts)
+
+
+def _summary(ranks):
+    """The per-rank statistics, and their extremes."""
+    entries = [r["factor_entries_local"] for r in ranks]
+    peaks = [r["peak_memory_bytes"] or 0 for r in ranks]
+    return {
+        "ranks": len(ranks),
+        "per_rank": ranks,
+        "max_entries_share": max(entries) / max(sum(entries), 1),
+        "max_peak_memory_bytes": max(peaks),
+        "sent_bytes": sum(r["sent_bytes"] for r in ranks),
+    }
+
+
+class DistributedFactorization:
+    """A factorization spread over the ranks of a communicator, on every rank.
+
+    Its solves are collective. ``stats`` is rank 0's (the pipeline's) with this
+    rank's own figures: ``factor_entries_local``, ``factor_bytes_local``,
+    ``peak_memory_bytes`` (this process's peak), ``sent_bytes``, ``received_bytes``;
+    on rank 0 ``stats["distributed"]`` has every rank's.
+    """
+
+    def __init__(self, comm, root, factors, summary, how, counts):
+        self.comm = comm
+        self._root = root  # the pipeline's Factorization, on rank 0
+        self._factors = factors  # this rank's RankFactors
+        self._summary = summary
+        self.distribution = how
+        self._counts = counts
+        self.shape = tuple(summary["shape"])
+        self.kind = summary["kind"]
+
+    @property
+    def rank(self):
+        return self.comm.Get_rank()
+
+    @property
+    def stats(self):
+        base = self._root.stats if self._root is not None else dict(self._summary)
+        return {**base, **(self._factors.local_stats() if self._factors else {})}
+
+    def solve(self, b, trans="N"):
+        """Solve A x = b (collective).
+
+        Parameters
+        ----------
+        b : array_like or None
+            On rank 0 the right-hand side(s) (None elsewhere), or, for a matrix given
+            by rows, each rank's rows of it.
+        trans : {"N", "T", "H"}
+
+        Returns
+        -------
+        ndarray
+            x on every rank (for a matrix given by rows: each rank's rows of x).
+        """
+        comm = self.comm
+        if self.distribution == "rows":
+            b = _gather_rows(comm, np.asarray(b))
+        if self.rank != 0:
+            _, x = serve(comm, self._factors)
+        else:
+            x = root_call(comm, self._root.solve, b, trans)
+            finish(comm, x)
+        if self.distribution == "rows":
+            start = sum(self._counts[: self.rank])
+            return x[start : start + self._counts[self.rank]]
+        return x
+
+    __call__ = solve

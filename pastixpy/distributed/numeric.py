@@ -1,0 +1,359 @@
+"""One rank's part of a distributed factorization and of its triangular solves.
+
+Collective: every rank of the communicator calls :func:`factor_rank`, then
+:meth:`RankFactors.sweep` for each solve, with the same arguments. Ranks run the
+kernels of ``pastixpy._numeric`` on their own cblks only (``factorize(only=...)``,
+solve plans of their cblks), and exchange fan-in sums and solved rows as
+:mod:`.schedule` lays out. Messages are numpy buffers (mpi4py's upper-case calls),
+tagged with the cblk they belong to; sends never block.
+"""
+
+import os
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import _numeric
+from ..numeric.factors import Pivots
+from ..numeric.threads import blas_threads, kernel_threads
+from .schedule import Schedule
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A one-thread solve plan of some cblks (what the solve kernels read)."""
+
+    cblks: np.ndarray
+    ptr: np.ndarray
+    topoff: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    ntop: int = 0
+
+    @classmethod
+    def of(cls, cblks):
+        return cls(cblks, np.array([0, cblks.shape[0]], dtype=np.int64))
+
+
+class Traffic:
+    """Bytes and messages this rank sent and received."""
+
+    def __init__(self):
+        self.sent = 0
+        self.received = 0
+        self.messages = 0
+
+    def as_dict(self):
+        return {
+            "sent_bytes": self.sent,
+            "received_bytes": self.received,
+            "messages_sent": self.messages,
+        }
+
+
+class _Sender:
+    """Non-blocking sends whose buffers are kept until they complete."""
+
+    def __init__(self, comm, traffic):
+        self.comm = comm
+        self.traffic = traffic
+        self.pending = []
+
+    def send(self, buffer, dest, tag):
+        buffer = np.ascontiguousarray(buffer)
+        self.pending.append((self.comm.Isend(buffer, dest=dest, tag=tag), buffer))
+        self.traffic.sent += buffer.nbytes
+        self.traffic.messages += 1
+        # Completed sends give their buffers back now (fan-in panels can be large).
+        self.pending = [(r, b) for r, b in self.pending if not r.Test()]
+
+    def wait(self):
+        for request, _ in self.pending:
+            request.Wait()
+        self.pending = []
+
+
+def _receive(comm, traffic, shape, dtype, source, tag):
+    buffer = np.empty(shape, dtype=dtype)
+    wait_for_message(comm, source, tag)
+    comm.Recv(buffer, source=source, tag=tag)
+    traffic.received += buffer.nbytes
+    return buffer
+
+
+#: Longest sleep between two looks for a message (seconds).
+POLL_MAX_SLEEP = 2e-3
+
+
+def wait_for_message(comm, source, tag):
+    """Return once a message from ``source`` with ``tag`` has arrived, sleeping between
+    looks (MPI implementations spin in a blocking receive, which takes the core from
+    another rank's work when ranks outnumber cores, as in tests on two cores)."""
+    if not hasattr(comm, "Iprobe"):
+        return
+    pause = 2e-5
+    while not comm.Iprobe(source=source, tag=tag):
+        time.sleep(pause)
+        pause = min(2 * pause, POLL_MAX_SLEEP)
+
+
+def wait_for_all(comm):
+    """A barrier that sleeps while it waits (see :func:`wait_for_message`)."""
+    if not hasattr(comm, "Ibarrier"):
+        comm.Barrier()
+        return
+    request = comm.Ibarrier()
+    pause = 2e-5
+    while not request.Test():
+        time.sleep(pause)
+        pause = min(2 * pause, POLL_MAX_SLEEP)
+
+
+def factor_rank(
+    comm,
+    layout,
+    owner,
+    kind,
+    pivot_tol,
+    dtype,
+    values,
+    amap,
+    threads=1,
+    compression=None,
+    compress_mask=None,
+):
+    """This rank's cblks factored, the fan-in sums exchanged (collective).
+
+    Parameters
+    ----------
+    comm : communicator (mpi4py's, or :class:`~pastixpy.distributed.local.LocalComm`)
+    layout : PanelLayout
+    owner : ndarray of int32
+        Owner of each cblk (:func:`~pastixpy.distributed.mapping.proportional_mapping`).
+    kind : Kind
+    pivot_tol : float
+    dtype : numpy dtype
+        The factors' precision.
+    values : (ndarray, ndarray)
+        B's entries in the assembly map's order (L's, U's).
+    amap : AssemblyMap
+    threads : int
+        Threads of this rank's kernels.
+    compression : mapping, optional
+        The kernels' compression parameters (just-in-time block low-rank), and
+        ``compress_mask`` the cblks to compress (only this rank's are).
+
+    Returns
+    -------
+    RankFactors
+        Whatever the outcome: ``failed`` is the first column (pivot order) whose LLᵀ
+        pivot is not positive on any rank, else -1; ``error`` a message where a rank
+        could not allocate its memory. Both are the same on every rank.
+    """
+    rank = comm.Get_rank()
+    schedule = Schedule.build(layout, owner, rank)
+    owned = schedule.owned
+    traffic = Traffic()
+    t0 = time.perf_counter()
+    mask = None
+    if compress_mask is not None:
+        mask = np.where(owned, compress_mask, 0).astype(np.int8)
+    error = None
+    try:
+        storage = _numeric.Storage(
+            layout.structure,
+            dtype,
+            kind.two_factors,
+            owners=owner,
+            rank=rank,
+            compress=mask,
+            fanin=schedule.fanin.astype(np.int8),
+            touch_threads=kernel_threads(threads),
+        )
+    except MemoryError as exc:
+        storage, error = None, f"rank {rank}: {exc}"
+    pivots = Pivots.empty(kind, layout.fcol[-1], dtype)
+    sender = _Sender(comm, traffic)
+    sizes = layout.panel_sizes * (2 if kind.two_factors else 1)
+    failed = -1
+    only = np.zeros(layout.ncblk, dtype=np.int8)
+    threads = kernel_threads(threads)
+    for step in schedule.steps:
+        for k, sources in step.receive.items():
+            for source in sources:
+                sums = _receive(comm, traffic, sizes[k], dtype, source, int(k))
+                if storage is not None and failed < 0:
+                    half = layout.panel_sizes[k]
+                    storage.accumulate(k, sums[:half], sums[half:] if kind.two_factors else None)
+        if storage is not None and failed < 0 and error is None:
+            only[:] = 0
+            only[step.cblks] = 1
+            try:
+                with blas_threads(1 if threads > 1 else None):
+                    _, got = _numeric.factorize(
+                        layout.structure,
+                        storage,
+                        _numeric.KIND_CODES[kind.name],
+                        pivot_tol,
+                        amap,
+                        values[0],
+                        values[1],
+                        pivots,
+                        threads,
+                        None,
+                        compression,
+                        only,
+                    )
+            except MemoryError as exc:
+                got, error = -1, f"rank {rank}: {exc}"
+            failed = got
+        for f in step.send:
+            # Sent whatever happened, so that no rank waits for ever.
+            sums = None if storage is None else storage.fanin_contribution(f)
+            buffer = np.zeros(sizes[f], dtype=dtype)
+            if sums is not None and failed < 0:
+                buffer[: layout.panel_sizes[f]] = sums[0]
+                if kind.two_factors:
+                    buffer[layout.panel_sizes[f] :] = sums[1]
+            sender.send(buffer, int(owner[f]), int(f))
+            if storage is not None:
+                storage.release(f)
+    sender.wait()
+    seconds = time.perf_counter() - t0
+    # The outcome, the same everywhere: the lowest failing column, any rank's error.
+    wait_for_all(comm)
+    failures = comm.allgather((failed, error))
+    columns = [c for c, _ in failures if c >= 0]
+    errors = [e for _, e in failures if e]
+    if storage is not None:
+        storage.count_held()
+        storage.freeze()
+    # Which pivots were perturbed, everywhere (the pipeline reads them on rank 0).
+    pivots.pert[:] = np.maximum.reduce(comm.allgather(pivots.pert))
+    pivots.freeze()
+    return RankFactors(
+        comm,
+        schedule,
+        kind,
+        layout,
+        storage,
+        pivots,
+        threads,
+        failed=min(columns) if columns else -1,
+        error=errors[0] if errors else None,
+        traffic=traffic,
+        seconds=seconds,
+    )
+
+
+class RankFactors:
+    """This rank's factors: its own cblks (dense or compressed) and pivots, and what it
+    knows of the others (the schedule). Read by the root's solver as
+    :class:`~pastixpy.numeric.Factors` is: ``dtype``, ``perturbed``, ``storage``,
+    ``solve_inplace`` (here collective)."""
+
+    def __init__(
+        self,
+        comm,
+        schedule,
+        kind,
+        layout,
+        storage,
+        pivots,
+        threads,
+        failed,
+        error,
+        traffic,
+        seconds,
+    ):
+        self.comm = comm
+        self.schedule = schedule
+        self.kind = kind
+        self.layout = layout
+        self.storage = storage
+        self.pivots = pivots
+        self.threads = threads
+        self.failed = failed
+        self.error = error
+        self.traffic = traffic
+        self.seconds = seconds
+
+    @property
+    def dtype(self):
+        return self.storage.dtype
+
+    @property
+    def perturbed(self):
+        return self.pivots.pert.astype(bool)
+
+    @property
+    def conj(self):
+        return self.kind.conj(self.dtype)
+
+    def local_stats(self):
+        """What this rank holds and did."""
+        return {
+            "rank": self.schedule.rank,
+            "cblks": int(self.schedule.owned.sum()),
+            "factor_entries_local": int(self.storage.entries),
+            "factor_bytes_local": int(self.storage.nbytes),
+            "peak_memory_bytes": peak_memory(),
+            "factor_seconds": self.seconds,
+            **self.traffic.as_dict(),
+        }
+
+    def sweep(self, X, trans="N"):
+        """op(P B Pᵀ) X = R solved in place, collectively: X (n, nrhs) row-major in the
+        factors' dtype, the right-hand sides on entry and the solution on return on
+        every rank (each rank solves its own cblks' rows and passes the rest)."""
+        layout, schedule = self.layout, self.schedule
+        comm, traffic = self.comm, self.traffic
+        nrhs = X.shape[1]
+        flat = X.reshape(-1)
+        fcol = layout.fcol
+        forward, backward = self.kind.sweeps(self.dtype, self.pivots.lperm, trans)
+        owned_rows = np.repeat(schedule.owned, np.diff(fcol))
+        X[~owned_rows] = 0  # others' rows gather this rank's updates to them
+        sender = _Sender(comm, traffic)
+
+        def rows(k):
+            return X[fcol[k] : fcol[k + 1]]
+
+        with blas_threads(1):
+            for step in schedule.steps:
+                for k, sources in step.receive.items():
+                    for source in sources:
+                        rows(k)[...] += _receive(
+                            comm, traffic, rows(k).shape, X.dtype, source, int(k)
+                        )
+                _numeric.solve_forward(flat, nrhs, self.storage, forward, _Plan.of(step.cblks))
+                for f in step.send:
+                    sender.send(rows(f).copy(), int(schedule.owner[f]), int(f))
+            if self.kind.block_diagonal:
+                p = self.pivots
+                _numeric.solve_diagonal(flat, nrhs, self.storage, p.dsub, self.conj, p.pivtype)
+            for step in schedule.backward:
+                for f, source in step.receive.items():
+                    rows(f)[...] = _receive(comm, traffic, rows(f).shape, X.dtype, source, int(f))
+                _numeric.solve_backward(flat, nrhs, self.storage, backward, _Plan.of(step.cblks))
+                for k in step.send:
+                    for dest in schedule.contributors[k]:
+                        sender.send(rows(k).copy(), int(dest), int(k))
+        sender.wait()
+        # Every rank's rows to every rank.
+        wait_for_all(comm)
+        mine = np.ascontiguousarray(X[owned_rows])
+        for r, part in enumerate(comm.allgather(mine)):
+            X[np.repeat(schedule.owner == r, np.diff(fcol))] = part
+        return X
+
+
+def peak_memory():
+    """This process's peak resident memory in bytes (Linux), else None."""
+    try:
+        with open(f"/proc/{os.getpid()}/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
