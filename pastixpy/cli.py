@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 
 from .analysis import analyze
+from .distributed import world
 from .errors import PastixError
 from .io import check_writable, read_dense, read_matrix, write_dense
 from .ordering import ORDERINGS
@@ -177,6 +178,17 @@ def format_solve(stats):
         ]
     if stats.get("peak_memory_bytes"):
         rows.append(("peak memory", f"{stats['peak_memory_bytes'] / 2**20:,.1f} MiB (the process)"))
+    d = stats.get("distributed")
+    if d:
+        rows += [
+            (
+                "ranks",
+                f"{d['ranks']} (largest share of the factor entries "
+                f"{d['max_entries_share']:.2f}, largest peak memory "
+                f"{d['max_peak_memory_bytes'] / 2**20:,.1f} MiB)",
+            ),
+            ("communication", f"{d['sent_bytes'] / 2**20:,.1f} MiB sent by all ranks"),
+        ]
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
 
@@ -204,16 +216,13 @@ class _ProgressBar:
         self.bar.close()
 
 
-def _solve(args, A):
+def _solve(args, A, b, comm=None):
+    """Factor and solve; under ``mpiexec`` (``comm``) every rank takes part, A and b
+    on rank 0 only, and only rank 0 writes the output."""
     from .api import PastixWarning, factorize
 
-    if args.rhs is not None:
-        b = read_dense(args.rhs)
-        if b.shape[1] == 1:
-            b = b[:, 0]
-    else:
-        b = A @ np.ones(A.shape[1], dtype=A.dtype)
-    bar = _ProgressBar()
+    root = comm is None or comm.Get_rank() == 0
+    bar = _ProgressBar() if root else None
     t0 = time.perf_counter()
     try:
         with warnings.catch_warnings(record=True) as caught:
@@ -226,19 +235,35 @@ def _solve(args, A):
                 refine=args.refine,
                 precision=args.precision,
                 compress=_compress_option(args),
-                progress=bar,
+                progress=bar if comm is None else None,
+                comm=comm,
             )
             x = F.solve(b)
     finally:
-        bar.close()
+        if bar is not None:
+            bar.close()
     stats = dict(F.stats, total_seconds=time.perf_counter() - t0)
     peak = _peak_memory()
     if peak is not None:
         stats["peak_memory_bytes"] = peak
     stats["warnings"] = [str(w.message) for w in caught]
-    if args.output:
+    if args.output and root:
         write_dense(args.output, x)
     return stats
+
+
+def _inputs(args):
+    """The matrix and the right-hand side of a command (read, or made)."""
+    A = args.example if args.example is not None else read_matrix(args.matrix)
+    if args.command != "solve":
+        return A, None
+    if args.rhs is not None:
+        b = read_dense(args.rhs)
+        if b.shape[1] == 1:
+            b = b[:, 0]
+    else:
+        b = A @ np.ones(A.shape[1], dtype=A.dtype)
+    return A, b
 
 
 def _peak_memory():
@@ -263,19 +288,37 @@ def _compress_option(args):
 
 
 def main(argv=None):
-    """Entry point; returns the process exit code."""
+    """Entry point; returns the process exit code.
+
+    Started by ``mpiexec -n N`` (N > 1, mpi4py installed), ``solve`` runs distributed:
+    rank 0 reads the inputs and reports, every rank factors its share."""
     args = _parser().parse_args(argv)
+    comm = world() if args.command == "solve" else None
+    root = comm is None or comm.Get_rank() == 0
     try:
-        if args.command == "solve" and args.output:
-            check_writable(args.output)  # before any work: a bad path costs nothing
-        A = args.example if args.example is not None else read_matrix(args.matrix)
+        failure = None
+        A = b = None
+        if root:
+            try:
+                if args.command == "solve" and args.output:
+                    check_writable(args.output)  # before any work: a bad path costs nothing
+                A, b = _inputs(args)
+            except (PastixError, OSError, MemoryError) as exc:
+                failure = exc
+        if comm is not None:
+            failure = comm.bcast(failure, root=0)  # every rank stops, or none
+        if failure is not None:
+            raise failure
         if args.command == "solve":
-            stats = _solve(args, A)
+            stats = _solve(args, A, b, comm)
         else:
             stats = analyze(A, ordering=args.ordering, kind=args.kind).stats
     except (PastixError, OSError, MemoryError) as exc:
-        print(f"pastixpy: error: {exc}", file=sys.stderr)
+        if root:
+            print(f"pastixpy: error: {exc}", file=sys.stderr)
         return 1
+    if not root:
+        return 0
     if args.json:
         print(json.dumps(stats, indent=2, default=_jsonable))
     else:

@@ -51,6 +51,9 @@ class OutOfMemoryError(PastixError, MemoryError):
         self.needed = int(needed)
         self.available = int(available)
 
+    def __reduce__(self):  # pickled whole (a distributed run raises it on every rank)
+        return type(self), (str(self), self.needed, self.available)
+
 
 class MixedPrecisionError(PastixError):
     """Single-precision factors could not reach the accuracy asked for, and
@@ -77,6 +80,9 @@ class SingularMatrixError(PastixError, RuntimeError):
         super().__init__(message)
         self.columns = list(columns)
 
+    def __reduce__(self):
+        return type(self), (str(self), self.columns)
+
 
 class NotPositiveDefiniteError(PastixError):
     """A Cholesky (LLᵀ) factorization met a pivot that is not positive.
@@ -90,3 +96,6 @@ class NotPositiveDefiniteError(PastixError):
     def __init__(self, message, column):
         super().__init__(message)
         self.column = int(column)
+
+    def __reduce__(self):
+        return type(self), (str(self), self.column)

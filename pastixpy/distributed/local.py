@@ -20,8 +20,9 @@ import numpy as np
 class _Hub:
     """What the ranks of one communicator share: mailboxes and a collective slot."""
 
-    def __init__(self, size):
+    def __init__(self, size, parent=None):
         self.size = size
+        self.parent = parent  # the hub this one duplicates: its failures are ours
         self.cond = threading.Condition()
         self.boxes = defaultdict(deque)  # (source, dest, tag) -> messages
         self.barrier = threading.Barrier(size)
@@ -59,7 +60,7 @@ class LocalComm:
         self._ndup += 1
         key = self._ndup
         with self._hub.cond:
-            hub = self._hub.dups.setdefault(key, _Hub(self._hub.size))
+            hub = self._hub.dups.setdefault(key, _Hub(self._hub.size, self._hub))
         return LocalComm(hub, self._rank)
 
     def Free(self):  # noqa: N802
@@ -87,6 +88,7 @@ class LocalComm:
         return self._take((source, self._rank, tag))
 
     def Iprobe(self, source, tag=0):  # noqa: N802
+        self._check()
         with self._hub.cond:
             return bool(self._hub.boxes[(source, self._rank, tag)])
 
@@ -122,8 +124,11 @@ class LocalComm:
             raise
 
     def _check(self):
-        if self._hub.aborted is not None:
-            raise RuntimeError(f"another rank failed: {self._hub.aborted!r}")
+        hub = self._hub
+        while hub is not None:
+            if hub.aborted is not None:
+                raise RuntimeError(f"another rank failed: {hub.aborted!r}")
+            hub = hub.parent
 
     def Barrier(self):  # noqa: N802
         self._wait()
@@ -139,11 +144,16 @@ class LocalComm:
         return self._exchange(obj)
 
     def abort(self, exc):
-        """Wake the other ranks with an error (a rank's thread failed)."""
-        with self._hub.cond:
-            self._hub.aborted = exc
-            self._hub.cond.notify_all()
-        self._hub.barrier.abort()
+        """Wake the other ranks with an error (a rank's thread failed), on this
+        communicator and its duplicates."""
+        hubs = [self._hub]
+        while hubs:
+            hub = hubs.pop()
+            with hub.cond:
+                hub.aborted = exc
+                hub.cond.notify_all()
+                hubs.extend(hub.dups.values())
+            hub.barrier.abort()
 
 
 def run_ranks(size, function, *args, **kwargs):

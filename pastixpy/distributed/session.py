@@ -17,6 +17,8 @@ So a retry of the pipeline (LDLᵀ after a failed LLᵀ, mixed precision falling
 to double, compression falling back to full rank) is simply another ``factorize``.
 """
 
+import pickle
+
 import numpy as np
 
 from ..numeric import PanelLayout
@@ -264,7 +266,12 @@ def root_call(comm, function, *args, **kwargs):
     try:
         result = function(*args, **kwargs)
     except BaseException as exc:
-        command(comm, RAISE, exc)
+        try:
+            pickle.dumps(exc)
+            sent = exc
+        except Exception:  # an exception that does not pickle: its message
+            sent = RuntimeError(f"rank 0: {type(exc).__name__}: {exc}")
+        command(comm, RAISE, sent)
         raise
     return result
 

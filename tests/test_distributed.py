@@ -1,0 +1,380 @@
+"""The distributed factorization and solves (pastixpy.distributed): with the ranks as
+threads of this process (LocalComm), every kind and dtype against scipy, the mapping and
+the schedule, the input forms, errors on every rank, statistics; and the same under
+``mpiexec`` with 2 and 4 processes where mpi4py and an MPI are installed."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import scipy.sparse.linalg as sla
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import pastixpy
+from pastixpy.distributed import LocalComm, Schedule, proportional_mapping, run_ranks
+from pastixpy.distributed.mapping import cblk_work
+from pastixpy.errors import InvalidInputError, NotPositiveDefiniteError, OptionError
+from pastixpy.gallery import elasticity3d, laplacian
+from pastixpy.numeric import PanelLayout
+
+HERE = Path(__file__).resolve().parent
+
+
+def backward_error(A, x, b):
+    r = A @ x - b
+    return np.abs(r).max() / (abs(A).sum(axis=1).max() * np.abs(x).max() + np.abs(b).max())
+
+
+def lap3d(n, dtype=np.float64, shift=0.0):
+    A = laplacian((n, n, n)).astype(dtype)
+    if shift:
+        A = A - shift * sp.identity(A.shape[0], dtype=dtype, format="csc")
+    return sp.csc_array(A)
+
+
+def unsymmetric(A, seed=0):
+    rng = np.random.default_rng(seed)
+    C = sp.coo_array(A)
+    jitter = 1 + 0.2 * rng.standard_normal(C.nnz)
+    if np.iscomplexobj(C.data):
+        jitter = jitter + 0.2j * rng.standard_normal(C.nnz)
+    data = np.where(C.row != C.col, C.data * jitter, C.data)
+    return sp.csc_array((data.astype(A.dtype), (C.row, C.col)), shape=C.shape)
+
+
+def solve_on_ranks(size, A, b, **options):
+    """Factor and solve on ``size`` ranks (threads); every rank's (x, stats)."""
+
+    def job(comm):
+        root = comm.Get_rank() == 0
+        F = pastixpy.factorize(A if root else None, comm=comm, **options)
+        x = F.solve(b if root else None)
+        return x, F.stats
+
+    return run_ranks(size, job)
+
+
+CASES = [
+    ("llt", np.float64, lambda: lap3d(12)),
+    ("ldlt", np.float64, lambda: lap3d(12, shift=1.5)),
+    ("lu", np.float64, lambda: unsymmetric(lap3d(12))),
+    ("ldlt", np.complex128, lambda: lap3d(12, np.complex128, shift=1.5 + 0.5j)),
+    ("lu", np.complex128, lambda: unsymmetric(lap3d(12, np.complex128))),
+    ("llt", np.float32, lambda: lap3d(12, np.float32)),
+    ("lu", np.complex64, lambda: unsymmetric(lap3d(12, np.complex64))),
+]
+
+
+@pytest.mark.parametrize("ranks", [2, 3, 4])
+@pytest.mark.parametrize("kind,dtype,make", CASES, ids=[f"{k}-{np.dtype(d)}" for k, d, _ in CASES])
+def test_every_kind_and_dtype_against_scipy(kind, dtype, make, ranks):
+    A = make()
+    b = A @ np.arange(1, A.shape[0] + 1, dtype=dtype) / A.shape[0]
+    results = solve_on_ranks(ranks, A, b, kind=kind)
+    x, stats = results[0]
+    single = np.dtype(dtype).char in "fF"
+    assert stats["kind"] == kind
+    assert backward_error(A, x, b) <= (1e-6 if single else 1e-14)
+    reference = sla.spsolve(A.astype(np.complex128 if A.dtype.kind == "c" else np.float64), b)
+    assert np.abs(x - reference).max() <= (1e-3 if single else 1e-9) * np.abs(reference).max()
+    for other, _ in results[1:]:
+        assert np.array_equal(other, x)  # every rank gets the solution
+    per_rank = stats["distributed"]["per_rank"]
+    assert len(per_rank) == ranks and all(r["factor_entries_local"] > 0 for r in per_rank)
+    assert sum(r["factor_entries_local"] for r in per_rank) == stats["factor_entries"]
+
+
+def test_same_answer_as_one_process_to_rounding():
+    A = lap3d(14)
+    b = np.random.default_rng(1).standard_normal(A.shape[0])
+    one = pastixpy.factorize(A, refine="none").solve(b)
+    for ranks in (2, 4):
+        x, _ = solve_on_ranks(ranks, A, b, refine="none")[0]
+        # The same factors, their sums in another order.
+        assert np.abs(x - one).max() <= 1e-12 * np.abs(one).max()
+
+
+def test_elasticity_several_right_hand_sides_and_transposes():
+    A = sp.csc_array(elasticity3d((6, 6, 6)))
+    B = np.random.default_rng(2).standard_normal((A.shape[0], 3))
+    L = unsymmetric(lap3d(10))
+    bl = np.ones(L.shape[0])
+
+    def job(comm):
+        root = comm.Get_rank() == 0
+        F = pastixpy.factorize(A if root else None, comm=comm)
+        X = F.solve(B if root else None)
+        G = pastixpy.factorize(L if root else None, comm=comm)
+        return X, G.solve(bl if root else None, trans="T"), G.solve(bl if root else None, "H")
+
+    X, xt, xh = run_ranks(2, job)[0]
+    assert X.shape == B.shape
+    for j in range(3):
+        assert backward_error(A, X[:, j], B[:, j]) <= 1e-14
+    assert backward_error(L.T, xt, bl) <= 1e-14
+    assert backward_error(L.conj().T, xh, bl) <= 1e-14
+
+
+def test_matrix_and_right_hand_side_given_by_rows():
+    A = sp.csr_array(unsymmetric(lap3d(10)))
+    n = A.shape[0]
+    b = np.arange(n, dtype=float)
+    cuts = [0, 300, 650, n]
+
+    def job(comm):
+        r = comm.Get_rank()
+        F = pastixpy.factorize(A[cuts[r] : cuts[r + 1]], comm=comm)
+        return F.distribution, F.solve(b[cuts[r] : cuts[r + 1]])
+
+    out = run_ranks(3, job)
+    assert {how for how, _ in out} == {"rows"}
+    x = np.concatenate([part for _, part in out])
+    assert backward_error(A, x, b) <= 1e-14
+
+
+def test_auto_kind_retries_ldlt_on_every_rank():
+    A = lap3d(10, shift=1.5)  # symmetric indefinite: LLᵀ fails, LDLᵀ follows
+    b = np.ones(A.shape[0])
+    results = solve_on_ranks(2, A, b)
+    x, stats = results[0]
+    assert stats["kind"] == "ldlt" and stats["retries"]
+    assert backward_error(A, x, b) <= 1e-14
+
+
+def test_errors_are_raised_on_every_rank():
+    A = lap3d(8, shift=1.5)
+
+    def job(comm):
+        root = comm.Get_rank() == 0
+        try:
+            pastixpy.factorize(A if root else None, comm=comm, kind="llt")
+        except NotPositiveDefiniteError as exc:
+            return type(exc).__name__, exc.column
+        return None
+
+    out = run_ranks(3, job)
+    assert all(o is not None and o[0] == "NotPositiveDefiniteError" for o in out)
+    assert len({o[1] for o in out}) == 1
+
+    def bad(comm):
+        root = comm.Get_rank() == 0
+        try:
+            pastixpy.factorize(sp.random(5, 6, density=0.5) if root else None, comm=comm)
+        except InvalidInputError as exc:
+            return str(exc)
+
+    messages = run_ranks(2, bad)
+    assert all(m and "square" in m for m in messages)
+
+
+def test_bad_distributed_inputs_and_options():
+    def job(comm):
+        # Every rank gives a matrix, but not blocks of rows of one.
+        pastixpy.factorize(lap3d(4), comm=comm)
+
+    with pytest.raises(InvalidInputError, match="block of consecutive rows"):
+        run_ranks(2, job)
+
+    def minmem(comm):
+        pastixpy.factorize(None, comm=comm, compress=("blr", {"strategy": "minmem"}))
+
+    with pytest.raises(OptionError, match="minmem"):
+        run_ranks(2, minmem)
+    with pytest.raises(InvalidInputError, match="communicator"):
+        pastixpy.factorize(lap3d(4), comm="world")
+
+
+def test_one_rank_is_the_one_process_factorization():
+    A = lap3d(8)
+
+    def job(comm):
+        return pastixpy.factorize(A, comm=comm)
+
+    (F,) = run_ranks(1, job)
+    assert isinstance(F, pastixpy.Factorization)
+
+
+def test_compression_on_each_ranks_cblks():
+    A = lap3d(14)
+    b = np.ones(A.shape[0])
+    small = {"tol": 1e-6, "min_width": 16, "min_height": 4, "max_ratio": 1.0, "clusters": (16, 32)}
+    x, stats = solve_on_ranks(2, A, b, compress=("blr", small))[0]
+    c = stats["compression"]
+    assert c["lowrank_tiles"] > 0 and c["ratio"] < 1
+    assert stats["refinement"] == "gmres"
+    assert backward_error(A, x, b) <= 1e-12
+
+
+def test_mixed_precision_on_ranks():
+    A = lap3d(12)
+    b = np.ones(A.shape[0])
+    x, stats = solve_on_ranks(2, A, b, precision="mixed")[0]
+    assert stats["precision"] == "mixed" and stats["factor_dtype"] == "float32"
+    assert backward_error(A, x, b) <= 1e-14
+
+
+def test_each_rank_holds_its_share_and_reports_it():
+    A = lap3d(20)
+    b = np.ones(A.shape[0])
+
+    def job(comm):
+        root = comm.Get_rank() == 0
+        F = pastixpy.factorize(A if root else None, comm=comm, threads=1)
+        F.solve(b if root else None)
+        return F.stats
+
+    stats = run_ranks(4, job)
+    total = stats[0]["factor_entries"]
+    for s in stats:
+        assert 0 < s["factor_entries_local"] <= 0.35 * total
+        assert s["sent_bytes"] > 0 and s["received_bytes"] > 0
+    assert stats[0]["distributed"]["max_entries_share"] <= 0.35
+
+
+def test_proportional_mapping_balances_and_keeps_subtrees_whole():
+    A = lap3d(30)
+    layout = PanelLayout.from_symbol(pastixpy.analyze(A).symbol)
+    work = cblk_work(layout)
+    for ranks in (2, 3, 4):
+        owner = proportional_mapping(layout, ranks)
+        share = np.bincount(owner, weights=work, minlength=ranks) / work.sum()
+        assert share.max() <= 1.2 / ranks
+        # A cblk whose parent is on the same rank as all its descendants: the leaves'
+        # subtrees stay on one rank (no fan-in between ranks below the top).
+        parent = layout.parent
+        cross = sum(
+            1 for k in range(layout.ncblk) if parent[k] >= 0 and owner[k] != owner[parent[k]]
+        )
+        assert cross < 0.1 * layout.ncblk
+    assert np.array_equal(proportional_mapping(layout, 1), np.zeros(layout.ncblk, np.int32))
+
+
+@settings(max_examples=20, deadline=None)
+@given(n=st.integers(3, 9), ranks=st.integers(2, 5), seed=st.integers(0, 1000))
+def test_property_schedules_send_what_is_received(n, ranks, seed):
+    """Over all ranks, every fan-in panel and every solved row sent is received once,
+    and the forward steps cover each rank's cblks in order."""
+    A = lap3d(n)
+    layout = PanelLayout.from_symbol(pastixpy.analyze(A).symbol)
+    rng = np.random.default_rng(seed)
+    owner = rng.integers(0, ranks, layout.ncblk).astype(np.int32)
+    owner[0] = ranks - 1  # every rank id up to ranks - 1 in use
+    schedules = [Schedule.build(layout, owner, r) for r in range(ranks)]
+    sent, received, back_sent, back_received = [], [], [], []
+    for s in schedules:
+        steps = np.concatenate([step.cblks for step in s.steps] or [np.empty(0, np.int64)])
+        assert np.array_equal(steps, np.flatnonzero(owner == s.rank))
+        for step in s.steps:
+            sent += [(s.rank, int(owner[f]), f) for f in step.send]
+            received += [(src, s.rank, k) for k, srcs in step.receive.items() for src in srcs]
+        for step in s.backward:
+            back_sent += [(s.rank, d, k) for k in step.send for d in s.contributors[k]]
+            back_received += [(src, s.rank, f) for f, src in step.receive.items()]
+    assert sorted(sent) == sorted(received)
+    assert sorted(back_sent) == sorted(back_received)
+
+
+# ------------------------------------------------------------------ real MPI processes
+
+def _mpiexec():
+    """The mpiexec of this Python's environment (the mpi extra's), else the PATH's."""
+    beside = Path(sys.executable).parent / "mpiexec"
+    return str(beside) if beside.exists() else shutil.which("mpiexec")
+
+
+MPIEXEC = _mpiexec()
+
+
+def _have_mpi4py():
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+needs_mpi = pytest.mark.skipif(
+    not (_have_mpi4py() and MPIEXEC),
+    reason="mpi4py and an MPI (pip install 'pastixpy[mpi]') are not installed",
+)
+
+
+@needs_mpi
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_under_mpiexec(ranks, tmp_path):
+    """``mpiexec -n 2`` and ``-n 4`` (oversubscribed on small machines): LLᵀ, LDLᵀ and LU
+    to a backward error of 1e-14, each rank holding its share."""
+    out = tmp_path / "result.json"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+    proc = subprocess.run(
+        [MPIEXEC, "-n", str(ranks), sys.executable, str(HERE / "mpi_solve.py"), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(out.read_text())
+    assert result["ranks"] == ranks
+    for kind, berr in result["backward_error"].items():
+        assert berr <= 1e-14, kind
+    # The mapping evens the work out; on a problem this small the entries follow
+    # loosely (benchmarks/distributed.py measures the shares on 60³).
+    assert max(result["shares"]) <= (0.65 if ranks == 2 else 0.45)
+
+
+@needs_mpi
+def test_cli_under_mpiexec(tmp_path):
+    """``mpiexec -n 2 python -m pastixpy solve``: one report, from rank 0."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+    proc = subprocess.run(
+        [
+            MPIEXEC,
+            "-n",
+            "2",
+            sys.executable,
+            "-m",
+            "pastixpy",
+            "solve",
+            "--example",
+            "lap3d:12",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads(proc.stdout)
+    assert report["backward_error"] <= 1e-14
+    assert report["distributed"]["ranks"] == 2
+
+
+def test_local_comm_passes_messages_in_order():
+    def job(comm):
+        r = comm.Get_rank()
+        if r == 0:
+            for i in range(3):
+                comm.Isend(np.full(2, i, dtype=float), dest=1, tag=7)
+            comm.send({"hello": 1}, dest=1, tag=8)
+            return comm.allgather(r)
+        got = []
+        for _ in range(3):
+            buf = np.empty(2)
+            comm.Recv(buf, source=0, tag=7)
+            got.append(buf[0])
+        assert comm.recv(source=0, tag=8) == {"hello": 1}
+        return got, comm.allgather(r)
+
+    out = run_ranks(2, job)
+    assert out[0] == [0, 1] and out[1] == ([0.0, 1.0, 2.0], [0, 1])
+    assert isinstance(LocalComm, type)
