@@ -283,6 +283,7 @@ def test_property_schedules_send_what_is_received(n, ranks, seed):
 
 # ------------------------------------------------------------------ real MPI processes
 
+
 def _mpiexec():
     """The mpiexec of this Python's environment (the mpi extra's), else the PATH's."""
     beside = Path(sys.executable).parent / "mpiexec"
