@@ -61,15 +61,39 @@ def proportional_mapping(layout, ranks, work=None):
             _share(np.array(children[k]), lo[k], hi[k], subtree, lo, hi)
     first = np.minimum(np.floor(lo + 1e-9).astype(np.int64), ranks - 1)
     last = np.maximum(first, np.minimum(np.ceil(hi - 1e-9).astype(np.int64) - 1, ranks - 1))
-    # The subtrees inside one rank first; then the cblks spanning several, heaviest
-    # first, each to the least loaded rank of its span, so that they even the load out.
+    # The subtrees inside one rank first; then the cblks spanning several, by span (a
+    # separator's cblks, consecutive), in contiguous runs: each cblk of a separator
+    # updates the next ones, and a run on one rank sends its sums to the next rank
+    # once, where cblks dealt out in turn would wait for each other at every step.
     owner = first.astype(np.int32)
     load = np.bincount(owner[first == last], weights=work[first == last], minlength=ranks)
-    for k in sorted(np.flatnonzero(first < last), key=lambda k: -work[k]):
-        span = np.arange(first[k], last[k] + 1)
-        owner[k] = span[np.argmin(load[span])]
-        load[owner[k]] += work[k]
+    spans = {}
+    for k in np.flatnonzero(first < last):
+        spans.setdefault((int(first[k]), int(last[k])), []).append(int(k))
+    for (f, g), cblks in sorted(spans.items(), key=lambda item: -work[item[1]].sum()):
+        span = np.arange(f, g + 1)
+        quota = _fill(load[span], float(work[cblks].sum()))
+        by_load = np.argsort(load[span], kind="stable")  # the least loaded first
+        bounds = np.cumsum(quota[by_load])
+        at, done = 0, 0.0
+        for k in cblks:  # ascending: the separator's start to the least loaded rank
+            while at < len(span) - 1 and done + 0.5 * work[k] > bounds[at]:
+                at += 1
+            owner[k] = span[by_load[at]]
+            done += work[k]
+        load[span] += quota
     return owner
+
+
+def _fill(load, total):
+    """How much of ``total`` each rank takes so that their loads end as even as they can
+    (water-filling)."""
+    levels = np.sort(load)
+    for i in range(len(levels), 0, -1):
+        top = (total + levels[:i].sum()) / i
+        if top >= levels[i - 1]:
+            return np.maximum(top - load, 0.0)
+    return np.zeros_like(load)
 
 
 def _share(nodes, a, b, subtree, lo, hi):

@@ -35,18 +35,20 @@ class _Plan:
 
 
 class Traffic:
-    """Bytes and messages this rank sent and received."""
+    """Bytes and messages this rank sent and received, and its time waiting for them."""
 
     def __init__(self):
         self.sent = 0
         self.received = 0
         self.messages = 0
+        self.waited = 0.0
 
     def as_dict(self):
         return {
             "sent_bytes": self.sent,
             "received_bytes": self.received,
             "messages_sent": self.messages,
+            "wait_seconds": self.waited,
         }
 
 
@@ -74,8 +76,10 @@ class _Sender:
 
 def _receive(comm, traffic, shape, dtype, source, tag):
     buffer = np.empty(shape, dtype=dtype)
+    t0 = time.perf_counter()
     wait_for_message(comm, source, tag)
     comm.Recv(buffer, source=source, tag=tag)
+    traffic.waited += time.perf_counter() - t0
     traffic.received += buffer.nbytes
     return buffer
 
