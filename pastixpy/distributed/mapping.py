@@ -61,12 +61,23 @@ def proportional_mapping(layout, ranks, work=None):
             _share(np.array(children[k]), lo[k], hi[k], subtree, lo, hi)
     first = np.minimum(np.floor(lo + 1e-9).astype(np.int64), ranks - 1)
     last = np.maximum(first, np.minimum(np.ceil(hi - 1e-9).astype(np.int64) - 1, ranks - 1))
-    # The subtrees inside one rank first; then the cblks spanning several, by span (a
-    # separator's cblks, consecutive), in contiguous runs: each cblk of a separator
-    # updates the next ones, and a run on one rank sends its sums to the next rank
-    # once, where cblks dealt out in turn would wait for each other at every step.
+    # The subtrees inside one rank first; then the cblks spanning several ranks.
     owner = first.astype(np.int32)
-    load = np.bincount(owner[first == last], weights=work[first == last], minlength=ranks)
+    alone = first == last
+    load = np.bincount(owner[alone], weights=work[alone], minlength=ranks)
+    runs = _in_runs(owner.copy(), load.copy(), first, last, work)
+    dealt = _dealt(owner.copy(), load.copy(), first, last, work)
+    # Runs unless they leave the ranks much less even than dealing out does (a few
+    # heavy cblks at the top of a small problem).
+    even = [np.bincount(o, weights=work, minlength=ranks).max() for o in (runs, dealt)]
+    return runs if even[0] <= 1.1 * even[1] else dealt
+
+
+def _in_runs(owner, load, first, last, work):
+    """Each separator's cblks (consecutive, spanning the same ranks) in contiguous runs,
+    the separator's start to the least loaded rank: each cblk of a separator updates
+    the next ones, and a run on one rank sends its sums to the next rank once, where
+    cblks dealt out in turn would wait for each other at every step."""
     spans = {}
     for k in np.flatnonzero(first < last):
         spans.setdefault((int(first[k]), int(last[k])), []).append(int(k))
@@ -76,12 +87,22 @@ def proportional_mapping(layout, ranks, work=None):
         by_load = np.argsort(load[span], kind="stable")  # the least loaded first
         bounds = np.cumsum(quota[by_load])
         at, done = 0, 0.0
-        for k in cblks:  # ascending: the separator's start to the least loaded rank
+        for k in cblks:  # ascending
             while at < len(span) - 1 and done + 0.5 * work[k] > bounds[at]:
                 at += 1
             owner[k] = span[by_load[at]]
+            load[owner[k]] += work[k]
             done += work[k]
-        load[span] += quota
+    return owner
+
+
+def _dealt(owner, load, first, last, work):
+    """The cblks spanning several ranks dealt out one by one, heaviest first, each to
+    the least loaded rank of its span."""
+    for k in sorted(np.flatnonzero(first < last), key=lambda k: -work[k]):
+        span = np.arange(first[k], last[k] + 1)
+        owner[k] = span[np.argmin(load[span])]
+        load[owner[k]] += work[k]
     return owner
 
 
