@@ -521,6 +521,10 @@ def factorize(
     if comm is not None:
         from . import distributed
 
+        if analysis is not None:
+            raise OptionError(
+                "analysis= cannot be reused with comm=: rank 0 analyses A itself (leave it out)"
+            )
         return distributed.factorize(
             A,
             comm,
