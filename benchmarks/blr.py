@@ -24,6 +24,11 @@ single-precision compressed factors refined to double. Columns:
 - the 1-right-hand-side solve's GMRES iterations (refinement steps or scipy's), and
   the worst backward error of the 1- and 16-right-hand-side solves.
 
+``--growth 40,60,80,100`` instead runs the first variant alone on 3D Laplacians of
+those sizes (one run each) and prints the stored bytes against n, full rank's and the
+compressed factors', with the slopes of their logarithms (full rank's is about 4/3 for
+a 3D Laplacian: ranks that grow slowly make the compressed one's smaller).
+
 ``--memory-limit`` caps each run's address space (``resource.setrlimit``): a
 variant that needs more fails as on a smaller machine (the scale test: minimal memory
 against full rank); ``--rhs 0`` leaves the many-right-hand-sides solve out.
@@ -39,6 +44,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import scipy.sparse as sp
 from problems import Problem, all_problems, select
 from run import median, reexec_without_slow_env, spawn
@@ -100,7 +106,10 @@ def main():
     ap.add_argument("--no-cholmod", action="store_true", help="leave CHOLMOD out")
     ap.add_argument("--memory-limit", type=float, help="GiB of address space per run")
     ap.add_argument("--rhs", type=int, default=16, help="columns of the many-RHS solve")
+    ap.add_argument("--growth", help="3D Laplacian sizes: stored bytes against n")
     args = ap.parse_args()
+    if args.growth:
+        return growth([int(v) for v in args.growth.split(",")], args)
     problems, _ = all_problems()
     wanted = [w for w in args.problems.split(",") if w]
     extra = [generated(w) for w in wanted if not any(p.name.startswith(w) for p in problems)]
@@ -192,6 +201,52 @@ def main():
                     )
     if args.json:
         Path(args.json).write_text(json.dumps(records, indent=1))
+
+
+def growth(sizes, args):
+    """Stored factor bytes of full rank and of the first variant against n (3D
+    Laplacians), and the log-log slopes."""
+    variant = [v.strip() for v in args.variants.split(",") if v.strip()][0]
+    name = f"pastixpy+{variant}" if "+" not in variant else "pastixpy:" + variant
+    threads = int(args.threads.split(",")[0])
+    rows = []
+    print(
+        f"| n | unknowns | full rank MiB | {variant} MiB | ratio | mean rank | factor s |\n"
+        "|---:|---:|---:|---:|---:|---:|---:|",
+        flush=True,
+    )
+    with tempfile.TemporaryDirectory() as work:
+        for size in sizes:
+            path = Path(work) / f"lap3d-{size}.npz"
+            sp.save_npz(path, sp.csc_matrix(PROBLEMS["lap3d"](size)))
+            r = spawn(path, name, threads, "spd", args.timeout, rhs=0)
+            if r["status"] != "ok":
+                print(f"| {size} | {r.get('error')} |", flush=True)
+                continue
+            full, stored = r["full_rank_bytes"], r["factor_bytes"]
+            rows.append(
+                {
+                    "n": size**3,
+                    "size": size,
+                    "full": full,
+                    "stored": stored,
+                    "mean_rank": r.get("mean_rank"),
+                    "factor_s": r["seconds"]["factor"],
+                }
+            )
+            print(
+                f"| {size}³ | {size**3:,} | {full / MiB:,.0f} | {stored / MiB:,.0f} "
+                f"| {stored / full:.3f} | {fmt(r.get('mean_rank'), '.1f')} "
+                f"| {r['seconds']['factor']:.1f} |",
+                flush=True,
+            )
+    if len(rows) >= 2:
+        n = np.log([r["n"] for r in rows])
+        for key in ("full", "stored"):
+            slope = np.polyfit(n, np.log([r[key] for r in rows]), 1)[0]
+            print(f"\nlog-log slope of {key} bytes against n: {slope:.2f}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
 
 
 if __name__ == "__main__":
