@@ -518,27 +518,6 @@ def factorize(
     >>> F.kind, bool(F.stats["backward_error"] < 1e-14)
     ('llt', True)
     """
-    if comm is not None:
-        from . import distributed
-
-        if analysis is not None:
-            raise OptionError(
-                "analysis= cannot be reused with comm=: rank 0 analyses A itself (leave it out)"
-            )
-        return distributed.factorize(
-            A,
-            comm,
-            kind=kind,
-            ordering=ordering,
-            refine=refine,
-            matching=matching,
-            scaling=scaling,
-            pivot_tol=pivot_tol,
-            threads=threads,
-            progress=progress,
-            precision=precision,
-            compress=compress,
-        )
     t0 = time.perf_counter()
     options = Options.parse(
         kind=kind,
@@ -551,7 +530,16 @@ def factorize(
         progress=progress,
         precision=precision,
         compress=compress,
+        comm=comm,
     )
+    if options.comm is not None:
+        from . import distributed
+
+        if analysis is not None:
+            raise OptionError(
+                "analysis= cannot be reused with comm=: rank 0 analyses A itself (leave it out)"
+            )
+        return distributed.factorize_with(A, options, t0)
     return _factorize(canonical_csc(A), options, analysis, t0)
 
 

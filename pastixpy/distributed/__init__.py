@@ -111,15 +111,20 @@ def factorize(A, comm, **options):
     ------
     Whatever :func:`pastixpy.factorize` raises, on every rank.
     """
-    from ..api import _factorize
-    from ..matrix import canonical_csc
     from ..options import Options
 
     t0 = time.perf_counter()
-    options = Options.parse(comm=comm, **options)  # the same check on every rank
+    return factorize_with(A, Options.parse(comm=comm, **options), t0)
+
+
+def factorize_with(A, options, t0):
+    """:func:`factorize` for validated Options (the same check made on every rank)."""
+    from ..api import _factorize
+    from ..matrix import canonical_csc
+
     if options.comm is None:  # one rank
         return _factorize(canonical_csc(A), options, None, t0)
-    comm = Ranks(comm)
+    comm = Ranks(options.comm)
     options = replace(options, comm=comm)
     how, counts = _distribution(comm, A)
     if how == "rows":
