@@ -70,10 +70,61 @@ cdef void times_d(int rows, int w, const scalar* x, int ldx, scalar* y, int ldy,
             j += 2
 
 
+cdef struct Stacked:
+    # The left operands of a compressed cblk's tiles stacked into one matrix (column-major,
+    # ``rows`` x width, leading dimension ``rows``): each low-rank tile's Y (r rows), each
+    # dense tile whole (h rows), none of a rank-0 tile; tile i's rows from ``off[i]``
+    # (indexed by blok; ``off[end]`` is ``rows``). A column's products with all the tiles
+    # below are then one product of this matrix (one BLAS call on many rows, instead of
+    # one small one per tile), each low-rank tile's expanded by its U after.
+    void* y
+    idx_t* off
+    int rows
+
+
+cdef inline int stacked_rows(const Side* s) noexcept nogil:
+    return s.rank if s.rank >= 0 else s.rows
+
+
+cdef int make_stacked(const Side* sides, idx_t first, idx_t end, int w, Stacked* S,
+                      scalar* like) noexcept nogil:
+    """Stack ``sides[first:end]`` (indexed by blok) into ``S``; -1 when memory ran out."""
+    cdef idx_t i
+    cdef int j, r, rows = 0
+    cdef scalar* y
+    cdef const scalar* src
+    S.off = <idx_t*>malloc((end - first + 1) * sizeof(idx_t))
+    if S.off == NULL:
+        return -1
+    S.off -= first
+    for i in range(first, end):
+        S.off[i] = rows
+        rows += stacked_rows(&sides[i])
+    S.off[end] = rows
+    S.rows = rows
+    S.y = malloc(max(<size_t>rows * w, 1) * sizeof(scalar))
+    if S.y == NULL:
+        free(S.off + first)
+        return -1
+    y = <scalar*>S.y
+    for i in range(first, end):
+        r = stacked_rows(&sides[i])
+        src = <const scalar*>(sides[i].y if sides[i].rank >= 0 else sides[i].u)
+        for j in range(w):
+            memcpy(y + S.off[i] + <size_t>j * rows, src + <size_t>j * r, r * sizeof(scalar))
+    return 0
+
+
+cdef inline void free_stacked(Stacked* S, idx_t first) noexcept nogil:
+    free(S.y)
+    free(S.off + first)
+
+
 cdef struct LowRankWork:
     # What a compressed cblk's column updates use: its tiles from blok ``first`` on as
     # Sides (left: L's, L D's for LDLᵀ; right: L's; uside: Uᵀ's for LU), indexed by blok,
-    # and the work buffers (an h x h product, the stacks, the products).
+    # the left ones stacked (lstack; ustack: uside's, LU), and the work buffers (an
+    # h x h product, the stacks, the products, a stack's products with one operand).
     idx_t first
     int hmax
     Side* left
@@ -83,6 +134,9 @@ cdef struct LowRankWork:
     void* work
     void* stack
     void* prod
+    Stacked lstack
+    Stacked ustack
+    void* tbuf
 
 
 cdef int lowrank_work(const FactorState* P, idx_t k, idx_t first, LowRankWork* L,
@@ -139,6 +193,24 @@ cdef int lowrank_work(const FactorState* P, idx_t k, idx_t first, LowRankWork* L
                         &P.pivtype[fc], &(<scalar*>P.dsub)[fc], P.ops.conj)
                 L.left[i].u = p
                 p += <size_t>h * w
+    L.ustack.y = NULL
+    L.tbuf = NULL
+    if make_stacked(L.left, first, end, w, &L.lstack, like) < 0:
+        free(L.work)
+        free(sides)
+        free(L.lefts)
+        return -1
+    if P.ops.two_factors and make_stacked(L.uside, first, end, w, &L.ustack, like) < 0:
+        free_stacked(&L.lstack, first)
+        free(L.work)
+        free(sides)
+        free(L.lefts)
+        return -1
+    L.tbuf = malloc(max(<size_t>max(L.lstack.rows, L.ustack.rows if P.ops.two_factors else 0)
+                        * L.hmax, 1) * sizeof(scalar))
+    if L.tbuf == NULL:
+        free_lowrank_work(L)
+        return -1
     return 0
 
 
@@ -146,6 +218,10 @@ cdef inline void free_lowrank_work(LowRankWork* L) noexcept nogil:
     free(L.work)
     free(L.left + L.first)
     free(L.lefts)
+    free_stacked(&L.lstack, L.first)
+    if L.ustack.y != NULL:
+        free_stacked(&L.ustack, L.first)
+    free(L.tbuf)
 
 
 cdef void lowrank_column(Scheduler* S, const FactorState* P, idx_t k, idx_t j,
@@ -164,10 +240,11 @@ cdef void lowrank_column(Scheduler* S, const FactorState* P, idx_t k, idx_t j,
     if r > 0:
         # Low-rank right operands: the stacked rows (no lock), then one expansion
         # per run of the target's rows, under its lock.
-        stack_products(P, j, j, end, w, op, L.left, rhs, stack, M, work)
+        stack_products(P, j, j, end, w, op, L.left, &L.lstack, rhs, stack, M,
+                       <scalar*>L.tbuf)
         if P.ops.two_factors:
-            stack_products(P, j, j + 1, end, w, op, L.uside, &L.right[j],
-                           stack + <size_t>M * L.hmax, M, work)
+            stack_products(P, j, j + 1, end, w, op, L.uside, &L.ustack, &L.right[j],
+                           stack + <size_t>M * L.hmax, M, <scalar*>L.tbuf)
         if S != NULL:
             omp_set_lock(&S.locks[f])
         expand_column(P, k, j, f, L.left, L.right, L.uside, op, stack, M,
@@ -179,15 +256,16 @@ cdef void lowrank_column(Scheduler* S, const FactorState* P, idx_t k, idx_t j,
     elif not P.ops.two_factors and (S == NULL or omp_test_lock(&S.locks[f])):
         # A dense right operand, the target's lock free: each tile's product straight
         # into its rows there.
-        dense_column(P, k, j, f, w, op, L.left, rhs, work)
+        dense_column(P, k, j, f, w, op, L.left, &L.lstack, rhs, <scalar*>L.tbuf)
     else:
         # A dense (or rank 0) right operand (LU: either), or a busy target: the
         # products into a buffer laid out as the dense updates' (update_products),
         # subtracted by their scatter under the lock.
-        dense_products(P, j, j, end, w, op, L.left, rhs, prod, M, stack, work)
+        dense_products(P, j, j, end, w, op, L.left, &L.lstack, rhs, prod, M, stack, work,
+                       <scalar*>L.tbuf)
         if P.ops.two_factors:
-            dense_products(P, j, j + 1, end, w, op, L.uside, &L.right[j], prod + <size_t>M * h,
-                           M, stack, work)
+            dense_products(P, j, j + 1, end, w, op, L.uside, &L.ustack, &L.right[j],
+                           prod + <size_t>M * h, M, stack, work, <scalar*>L.tbuf)
         if S != NULL:
             omp_set_lock(&S.locks[f])
         update_scatter(P, k, j, j, h, prod, runs)
@@ -222,40 +300,48 @@ cdef int apply_updates_lowrank(Scheduler* S, const FactorState* P, idx_t k, scal
 
 
 cdef void dense_column(const FactorState* P, idx_t k, idx_t j, idx_t f, int w, char op,
-                       const Side* left, const Side* right, scalar* work) noexcept nogil:
+                       const Side* left, const Stacked* S, const Side* right,
+                       scalar* t) noexcept nogil:
     """Subtract Left_i op(Right) for the tiles i = j.. of compressed cblk k (``left``
-    indexed by blok) straight from their rows in cblk f's panel, Right being the dense
-    tile of column blok j: each tile's rows are one run there (a blok lies inside
-    one blok of the cblk it faces), so one product per tile and no scatter.
-    ``work`` holds h x h scalars (a low-rank Left's Y op(Right))."""
+    indexed by blok, stacked in ``S``) straight from their rows in cblk f's panel,
+    Right being the dense tile of column blok j: the stack's product with op(Right)
+    first (one call, into ``t``), then each tile's rows, which are one run in f's panel
+    (a blok lies inside one blok of the cblk it faces): a dense tile's subtracted, a
+    low-rank one's expanded by its U into them."""
     cdef const Blocks* B = &P.B
     cdef scalar one = 1, mone = -1, zero = 0
     cdef idx_t i, fb = B.bloknum[f], fend = B.bloknum[f + 1], sf = B.stride[f]
-    cdef int hj = right.rows, ra, hi
-    cdef scalar* col = lpanel(P, f, work) + (B.frow[j] - B.fcol[f]) * sf
+    cdef int hj = right.rows, ra, hi, R = S.off[B.bloknum[k + 1]] - S.off[j], q, c
+    cdef scalar* col = lpanel(P, f, t) + (B.frow[j] - B.fcol[f]) * sf
     cdef scalar* dst
+    cdef const scalar* ti
+    if R == 0:
+        return
+    gemm(c'N', op, R, hj, w, one, <scalar*>S.y + S.off[j], S.rows, <scalar*>right.u, hj, zero,
+         t, R)
     for i in range(j, B.bloknum[k + 1]):
         while fb < fend and B.lrow[fb] < B.frow[i]:
             fb += 1
         dst = col + B.bcoef[fb] + (B.frow[i] - B.frow[fb])
         ra = left[i].rank
         hi = left[i].rows
+        ti = t + (S.off[i] - S.off[j])
         if ra < 0:
-            gemm(c'N', op, hi, hj, w, mone, <scalar*>left[i].u, hi, <scalar*>right.u, hj, one,
-                 dst, sf)
+            for c in range(hj):
+                for q in range(hi):
+                    dst[q + c * sf] -= ti[q + <size_t>c * R]
         elif ra > 0:
-            gemm(c'N', op, ra, hj, w, one, <scalar*>left[i].y, ra, <scalar*>right.u, hj, zero,
-                 work, ra)
-            gemm(c'N', c'N', hi, hj, ra, mone, <scalar*>left[i].u, hi, work, ra, one, dst, sf)
+            gemm(c'N', c'N', hi, hj, ra, mone, <scalar*>left[i].u, hi, <scalar*>ti, R, one, dst,
+                 sf)
 
 
 cdef void dense_products(const FactorState* P, idx_t j, idx_t first, idx_t end, int w, char op,
-                         const Side* left, const Side* right, scalar* out, int M,
-                         scalar* stack, scalar* work) noexcept nogil:
+                         const Side* left, const Stacked* S, const Side* right, scalar* out,
+                         int M, scalar* stack, scalar* work, scalar* t) noexcept nogil:
     """out(rows of bloks i = first..end-1, h_j columns) = Left_i op(Right): M x h_j with
     blok i's rows from row bcoef[i] - bcoef[j] (as update_products lays them out).
-    ``left`` is indexed by blok; ``work`` holds h x h scalars, ``stack`` M x h (used
-    for a low-rank Right)."""
+    ``left`` is indexed by blok (stacked in ``S``); ``work`` holds h x h scalars,
+    ``stack`` M x h and ``t`` the stack's products (used for a low-rank Right)."""
     cdef const Blocks* B = &P.B
     cdef scalar one = 1, zero = 0
     cdef idx_t i, r0 = B.bcoef[j], row
@@ -264,7 +350,7 @@ cdef void dense_products(const FactorState* P, idx_t j, idx_t first, idx_t end, 
     if first >= end:
         return
     if right.rank > 0:
-        stack_products(P, j, first, end, w, op, left, right, stack, M, work)
+        stack_products(P, j, first, end, w, op, left, S, right, stack, M, t)
         row = B.bcoef[first] - r0
         rows = B.bcoef[end - 1] + blok_rows(B, end - 1) - B.bcoef[first]
         gemm(c'N', op, rows, right.rows, right.rank, one, stack + row, M, <scalar*>right.u,
@@ -281,30 +367,37 @@ cdef void dense_products(const FactorState* P, idx_t j, idx_t first, idx_t end, 
 
 
 cdef void stack_products(const FactorState* P, idx_t j, idx_t first, idx_t end, int w, char op,
-                         const Side* left, const Side* right, scalar* stack, int M,
-                         scalar* work) noexcept nogil:
+                         const Side* left, const Stacked* S, const Side* right, scalar* stack,
+                         int M, scalar* t) noexcept nogil:
     """For a low-rank Right = U Bt (rank r > 0): stack(rows of bloks i = first..end-1, r
     columns) = Left_i op(Bt), laid out as :func:`dense_products`; the update is then
-    stack op(U) (:func:`expand_column`). ``work`` holds h x h scalars."""
+    stack op(U) (:func:`expand_column`). The left operands' stack ``S`` times op(Bt) in
+    one product (into ``t``), then each low-rank tile's rows expanded by its U, each
+    dense tile's copied."""
     cdef const Blocks* B = &P.B
     cdef scalar one = 1, zero = 0
     cdef idx_t i, r0 = B.bcoef[j]
-    cdef int rb = right.rank, ra, hi, c, q
-    cdef scalar* by = <scalar*>right.y
+    cdef int rb = right.rank, ra, hi, c, q, R = S.off[end] - S.off[first]
     cdef scalar* dst
+    cdef const scalar* ti
+    if R > 0:
+        gemm(c'N', op, R, rb, w, one, <scalar*>S.y + S.off[first], S.rows, <scalar*>right.y,
+             rb, zero, t, R)
     for i in range(first, end):
         ra = left[i].rank
         hi = left[i].rows
         dst = stack + (B.bcoef[i] - r0)
+        ti = t + (S.off[i] - S.off[first])
         if ra < 0:
-            gemm(c'N', op, hi, rb, w, one, <scalar*>left[i].u, hi, by, rb, zero, dst, M)
+            for c in range(rb):
+                memcpy(dst + <size_t>c * M, ti + <size_t>c * R, hi * sizeof(scalar))
         elif ra == 0:
             for c in range(rb):
                 for q in range(hi):
                     dst[q + <size_t>c * M] = 0
         else:
-            gemm(c'N', op, ra, rb, w, one, <scalar*>left[i].y, ra, by, rb, zero, work, ra)
-            gemm(c'N', c'N', hi, rb, ra, one, <scalar*>left[i].u, hi, work, ra, zero, dst, M)
+            gemm(c'N', c'N', hi, rb, ra, one, <scalar*>left[i].u, hi, <scalar*>ti, R, zero, dst,
+                 M)
 
 
 cdef void expand_column(const FactorState* P, idx_t k, idx_t j, idx_t f, const Side* left,
