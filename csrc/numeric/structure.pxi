@@ -484,24 +484,24 @@ cdef class Storage:
         return np.array([self.cblk[k].storage == DENSE or self.cblk[k].storage == LOWRANK
                          for k in range(self.ncblk)], dtype=bool)
 
-    def fanin_contribution(self, idx_t k):
-        """Fan-in cblk k's sums of this owner's updates: ``(L, U)`` copies as flat arrays
-        (stride x width, column-major; U None but for LU), or None where no update came.
-        """
+    def fanin_views(self, idx_t k):
+        """Fan-in cblk k's sums of this owner's updates, as flat arrays (stride x width,
+        column-major) viewing the panels themselves, not copies: ``(L, U)`` (U None but
+        for LU), or None where no update came. They are valid until :meth:`release`
+        (a distributed factorization sends from them, then releases them)."""
         cdef CblkStore* c
+        cdef cnp.npy_intp size
         if k < 0 or k >= self.ncblk or self.cblk[k].storage != FANIN:
             raise ValueError(f"cblk {k} is not a fan-in panel here")
         c = &self.cblk[k]
         if c.lcoef == NULL:
             return None
         size = self.structure.stride[k] * (self.structure.fcol[k + 1] - self.structure.fcol[k])
-        L = np.empty(size, dtype=self.dtype)
-        memcpy(cnp.PyArray_DATA(L), c.lcoef, size * self.dtype.itemsize)
+        typenum = self.dtype.num
+        L = cnp.PyArray_SimpleNewFromData(1, &size, typenum, c.lcoef)
         if not self.two_factors:
             return L, None
-        U = np.empty(size, dtype=self.dtype)
-        memcpy(cnp.PyArray_DATA(U), c.ucoef, size * self.dtype.itemsize)
-        return L, U
+        return L, cnp.PyArray_SimpleNewFromData(1, &size, typenum, c.ucoef)
 
     def release(self, idx_t k):
         """Free fan-in cblk k's panel (its sums handed over)."""

@@ -92,6 +92,16 @@ class LocalComm:
         with self._hub.cond:
             return bool(self._hub.boxes[(source, self._rank, tag)])
 
+    def probe_any(self):
+        """``(source, tag)`` of a message waiting for this rank, or None (what mpi4py's
+        ``Iprobe(ANY_SOURCE, ANY_TAG, status)`` tells)."""
+        self._check()
+        with self._hub.cond:
+            for (source, dest, tag), box in self._hub.boxes.items():
+                if dest == self._rank and box:
+                    return source, tag
+        return None
+
     def _take(self, key):
         with self._hub.cond:
             while not self._hub.boxes[key]:

@@ -53,24 +53,44 @@ class Traffic:
 
 
 class _Sender:
-    """Non-blocking sends whose buffers are kept until they complete."""
+    """Non-blocking sends whose buffers are kept until they complete, then handed to
+    ``done`` (a fan-in panel sent from its own memory is released then)."""
 
     def __init__(self, comm, traffic):
         self.comm = comm
         self.traffic = traffic
         self.pending = []
 
-    def send(self, buffer, dest, tag):
-        buffer = np.ascontiguousarray(buffer)
-        self.pending.append((self.comm.Isend(buffer, dest=dest, tag=tag), buffer))
-        self.traffic.sent += buffer.nbytes
-        self.traffic.messages += 1
-        # Completed sends give their buffers back now (fan-in panels can be large).
-        self.pending = [(r, b) for r, b in self.pending if not r.Test()]
+    def send(self, buffers, dest, tag, done=None):
+        """Send ``buffers`` (one array or several, in order, with one tag)."""
+        if isinstance(buffers, np.ndarray):
+            buffers = [buffers]
+        requests = []
+        for buffer in buffers:
+            buffer = np.ascontiguousarray(buffer)
+            requests.append((self.comm.Isend(buffer, dest=dest, tag=tag), buffer))
+            self.traffic.sent += buffer.nbytes
+            self.traffic.messages += 1
+        self.pending.append((requests, done))
+        self.progress()
+
+    def progress(self):
+        """Give back the buffers of the sends that completed."""
+        still = []
+        for requests, done in self.pending:
+            if all(r.Test() for r, _ in requests):
+                if done is not None:
+                    done()
+            else:
+                still.append((requests, done))
+        self.pending = still
 
     def wait(self):
-        for request, _ in self.pending:
-            request.Wait()
+        for requests, done in self.pending:
+            for r, _ in requests:
+                r.Wait()
+            if done is not None:
+                done()
         self.pending = []
 
 
@@ -100,6 +120,18 @@ def wait_for_message(comm, source, tag):
         pause = min(2 * pause, POLL_MAX_SLEEP)
 
 
+def probe_any(comm):
+    """``(source, tag)`` of a message that has arrived, from any rank, or None."""
+    if hasattr(comm, "probe_any"):  # LocalComm
+        return comm.probe_any()
+    from mpi4py import MPI
+
+    status = MPI.Status()
+    if comm.Iprobe(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=status):
+        return status.Get_source(), status.Get_tag()
+    return None
+
+
 def wait_for_all(comm):
     """A barrier that sleeps while it waits (see :func:`wait_for_message`)."""
     if not hasattr(comm, "Ibarrier"):
@@ -110,6 +142,53 @@ def wait_for_all(comm):
     while not request.Test():
         time.sleep(pause)
         pause = min(2 * pause, POLL_MAX_SLEEP)
+
+
+class _FanIn:
+    """This rank's fan-in panels on the wire: each one L's sums then, for LU, U's (two
+    messages with one tag, the cblk), sent from the panel's own memory, which is
+    released once the send completes; and the sums received for this rank's cblks."""
+
+    def __init__(self, layout, kind, dtype, storage, sender, owner):
+        self.layout = layout
+        self.parts = 2 if kind.two_factors else 1
+        self.dtype = dtype
+        self.storage = storage
+        self.sender = sender
+        self.owner = owner
+        self.taken = set()  # (cblk, source) received
+
+    def send(self, f, valid):
+        """Send fan-in panel f to its owner (zeros where it could not be made, or the
+        factorization failed: the owner waits for it whatever happened)."""
+        views = None if self.storage is None or not valid else self.storage.fanin_views(f)
+        if views is None:
+            zeros = np.zeros(self.layout.panel_sizes[f], dtype=self.dtype)
+            buffers, done = [zeros] * self.parts, None
+        else:
+            buffers = [v for v in views if v is not None]
+            done = (lambda f=f: self.storage.release(f)) if self.storage is not None else None
+        if views is None and self.storage is not None:
+            self.storage.release(f)
+        self.sender.send(buffers, int(self.owner[f]), int(f), done)
+
+    def drain(self, comm, traffic, valid):
+        """Take the sums that have arrived, whichever cblks they are for."""
+        while True:
+            hit = probe_any(comm)
+            if hit is None:
+                return
+            self.take(comm, traffic, hit[1], hit[0], valid)
+
+    def take(self, comm, traffic, k, source, valid):
+        """Receive the sums of cblk k from ``source`` and add them into its panel."""
+        parts = [
+            _receive(comm, traffic, self.layout.panel_sizes[k], self.dtype, source, int(k))
+            for _ in range(self.parts)
+        ]
+        self.taken.add((k, source))
+        if self.storage is not None and valid:
+            self.storage.accumulate(k, parts[0], parts[1] if self.parts == 2 else None)
 
 
 def factor_rank(
@@ -177,17 +256,18 @@ def factor_rank(
         storage, error = None, f"rank {rank}: {exc}"
     pivots = Pivots.empty(kind, layout.fcol[-1], dtype)
     sender = _Sender(comm, traffic)
-    sizes = layout.panel_sizes * (2 if kind.two_factors else 1)
+    fanin = _FanIn(layout, kind, dtype, storage, sender, owner)
     failed = -1
     only = np.zeros(layout.ncblk, dtype=np.int8)
     threads = kernel_threads(threads)
     for step in schedule.steps:
+        # Sums that have arrived are taken at once, whichever cblk they are for: their
+        # senders keep them in memory until then.
+        fanin.drain(comm, traffic, failed < 0)
         for k, sources in step.receive.items():
             for source in sources:
-                sums = _receive(comm, traffic, sizes[k], dtype, source, int(k))
-                if storage is not None and failed < 0:
-                    half = layout.panel_sizes[k]
-                    storage.accumulate(k, sums[:half], sums[half:] if kind.two_factors else None)
+                if (k, source) not in fanin.taken:
+                    fanin.take(comm, traffic, k, source, failed < 0)
         if storage is not None and failed < 0 and error is None:
             only[:] = 0
             only[step.cblks] = 1
@@ -211,16 +291,8 @@ def factor_rank(
                 got, error = -1, f"rank {rank}: {exc}"
             failed = got
         for f in step.send:
-            # Sent whatever happened, so that no rank waits for ever.
-            sums = None if storage is None else storage.fanin_contribution(f)
-            buffer = np.zeros(sizes[f], dtype=dtype)
-            if sums is not None and failed < 0:
-                buffer[: layout.panel_sizes[f]] = sums[0]
-                if kind.two_factors:
-                    buffer[layout.panel_sizes[f] :] = sums[1]
-            sender.send(buffer, int(owner[f]), int(f))
-            if storage is not None:
-                storage.release(f)
+            fanin.send(f, failed < 0)
+        sender.progress()
     sender.wait()
     seconds = time.perf_counter() - t0
     # The outcome, the same everywhere: the lowest failing column, any rank's error.

@@ -5,8 +5,10 @@ panel of its own, and sends it once, when the last of its cblks facing that cblk
 factored; the owner adds the sums of every such rank into its panel before factoring
 it. A rank factors its cblks in ascending order, in *steps*: a run of consecutive
 cblks factored by one kernel call (on the rank's threads), cut before a cblk that
-waits for other ranks' sums and after a cblk that completes a fan-in panel, which
-then goes out at once. Sends do not block; a rank waits only for sums to its own
+waits for other ranks' sums, after a cblk that completes a fan-in panel, which then
+goes out at once, and once it holds a sixteenth of the rank's work; between steps a
+rank takes whatever sums have arrived for its cblks (the senders keep them in memory
+until it does). Sends do not block; a rank waits only for sums to its own
 cblks, which come from lower cblks only, so no two ranks wait for each other.
 
 The solves follow the same pattern on the vector: forward, the same steps, each rank
@@ -19,6 +21,12 @@ of its cblks that needs them.
 from dataclasses import dataclass
 
 import numpy as np
+
+from .mapping import cblk_work
+
+#: A rank's forward steps hold at most this fraction of its work each, so that between
+#: two it takes the sums that other ranks sent it (they keep them in memory until then).
+STEP_PIECES = 16
 
 
 @dataclass(frozen=True)
@@ -78,8 +86,9 @@ class Schedule:
         return self.owner == self.rank
 
     @classmethod
-    def build(cls, layout, owner, rank):
-        """The schedule of ``rank`` for cblk owners ``owner`` (see the module docstring)."""
+    def build(cls, layout, owner, rank, pieces=STEP_PIECES):
+        """The schedule of ``rank`` for cblk owners ``owner`` (see the module docstring);
+        a forward step ends, besides, once it holds ``pieces``-th of the rank's work."""
         owner = np.asarray(owner, dtype=np.int32)
         ncblk = layout.ncblk
         ranks = int(owner.max()) + 1 if ncblk else 1
@@ -107,7 +116,9 @@ class Schedule:
         for f, k in last.items():
             completes.setdefault(k, []).append(f)
         owned = np.flatnonzero(owner == rank)
-        steps = _steps(owned, contributors, completes)
+        work = cblk_work(layout)
+        piece = work[owned].sum() / max(pieces, 1)
+        steps = _steps(owned, contributors, completes, work, piece)
         # Backward: the mirror image. Before the first (highest) of this rank's cblks
         # facing another rank's cblk f, f's solved rows; after each of its cblks that
         # other ranks face, its solved rows to them.
@@ -118,21 +129,22 @@ class Schedule:
         return cls(rank, ranks, owner, fanin, contributors, steps, backward)
 
 
-def _steps(owned, contributors, completes):
-    """Runs of ``owned`` cut before a cblk in ``contributors`` and after one in
-    ``completes``."""
-    steps, run, receive, send = [], [], {}, []
+def _steps(owned, contributors, completes, work, piece):
+    """Runs of ``owned`` cut before a cblk in ``contributors``, after one in
+    ``completes``, and once they hold ``piece`` work."""
+    steps, run, receive, send, held = [], [], {}, [], 0.0
     for k in owned.tolist():
         if k in contributors and run:
             steps.append(Step(np.array(run, dtype=np.int64), receive, send))
-            run, receive, send = [], {}, []
+            run, receive, send, held = [], {}, [], 0.0
         if k in contributors:
             receive = {k: contributors[k]}
         run.append(k)
-        if k in completes:
-            send = sorted(completes[k])
+        held += work[k]
+        if k in completes or held >= piece:
+            send = sorted(completes.get(k, ()))
             steps.append(Step(np.array(run, dtype=np.int64), receive, send))
-            run, receive, send = [], {}, []
+            run, receive, send, held = [], {}, [], 0.0
     if run:
         steps.append(Step(np.array(run, dtype=np.int64), receive, send))
     return steps
