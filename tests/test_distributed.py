@@ -239,13 +239,13 @@ def test_each_rank_holds_its_share_and_reports_it():
 
 
 def test_proportional_mapping_balances_and_keeps_subtrees_whole():
-    A = lap3d(30)
+    A = lap3d(40)  # nested dissection's tree (smaller grids are ordered by AMD)
     layout = PanelLayout.from_symbol(pastixpy.analyze(A).symbol)
     work = cblk_work(layout)
     for ranks in (2, 3, 4):
         owner = proportional_mapping(layout, ranks)
         share = np.bincount(owner, weights=work, minlength=ranks) / work.sum()
-        assert share.max() <= 1.25 / ranks  # a small problem: few, heavy top cblks
+        assert share.max() <= 1.15 / ranks
         # A cblk whose parent is on the same rank as all its descendants: the leaves'
         # subtrees stay on one rank (no fan-in between ranks below the top).
         parent = layout.parent
@@ -328,7 +328,7 @@ def test_under_mpiexec(ranks, tmp_path):
         assert berr <= 1e-14, kind
     # The mapping evens the work out; on a problem this small the entries follow
     # loosely (benchmarks/distributed.py measures the shares on 60³).
-    assert max(result["shares"]) <= (0.65 if ranks == 2 else 0.45)
+    assert max(result["shares"]) <= (0.7 if ranks == 2 else 0.45)
 
 
 @needs_mpi

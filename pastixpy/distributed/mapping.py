@@ -1,15 +1,18 @@
 """Which rank owns which cblk: proportional mapping of the block tree (Pothen and Sun;
 PaStiX's blend).
 
-Every node of the cblk tree gets an interval of "rank space", [a, b) within
-[0, ranks): the roots share [0, ranks) in proportion to the work of their subtrees,
-and each node's children share its interval the same way. A node whose interval lies
-inside one rank belongs to it with its whole subtree; the nodes above, whose
-intervals span several ranks (the top separators, cut into several cblks by the
-analysis), go one by one, heaviest first, to the least loaded rank of their span once
-the subtrees are placed. So each rank owns
-whole subtrees at the bottom and a share of the separators above them, and the
-updates between ranks are those of the top of the tree.
+Every node of the cblk tree gets a range of ranks: the roots share all of them, and a
+node's children share its range in proportion to the work of their subtrees, a child
+worth half a rank or more a range of whole ranks, the lighter ones packed one rank
+each, heaviest first onto the least loaded. A node whose range is one rank belongs to
+it with its whole subtree: each rank owns whole subtrees, none waiting for another
+rank's cblks. The nodes above, whose ranges span several ranks (the top separators,
+which the analysis cuts into several cblks), are placed once the subtrees are: each
+separator's cblks in contiguous runs over its ranks, sized to even the loads out (a
+run sends its sums to the next rank once, where cblks dealt out in turn would wait
+for each other at every step), or, where a few heavy cblks make runs uneven, dealt out
+one by one to the least loaded rank. The updates between ranks are those of the top
+of the tree.
 """
 
 import numpy as np
@@ -53,36 +56,68 @@ def proportional_mapping(layout, ranks, work=None):
     for k in range(ncblk):
         if parent[k] >= 0:
             children[parent[k]].append(k)
-    lo = np.zeros(ncblk)
-    hi = np.zeros(ncblk)
-    _share(np.flatnonzero(parent < 0), 0.0, float(ranks), subtree, lo, hi)
+    first = np.zeros(ncblk, dtype=np.int64)
+    last = np.zeros(ncblk, dtype=np.int64)
+    _share(np.flatnonzero(parent < 0), 0, ranks - 1, subtree, first, last)
     for k in range(ncblk - 1, -1, -1):  # parents before their children
-        if children[k]:
-            _share(np.array(children[k]), lo[k], hi[k], subtree, lo, hi)
-    first = np.minimum(np.floor(lo + 1e-9).astype(np.int64), ranks - 1)
-    last = np.maximum(first, np.minimum(np.ceil(hi - 1e-9).astype(np.int64) - 1, ranks - 1))
+        if not children[k]:
+            continue
+        kids = np.array(children[k])
+        if first[k] == last[k] or kids.shape[0] == 1:
+            first[kids], last[kids] = first[k], last[k]
+        else:
+            _share(kids, first[k], last[k], subtree, first, last)
     # The subtrees inside one rank first; then the cblks spanning several ranks.
     owner = first.astype(np.int32)
     alone = first == last
     load = np.bincount(owner[alone], weights=work[alone], minlength=ranks)
-    runs = _in_runs(owner.copy(), load.copy(), first, last, work)
-    dealt = _dealt(owner.copy(), load.copy(), first, last, work)
+    spans = {int(k): (int(first[k]), int(last[k])) for k in np.flatnonzero(~alone)}
+    runs = _in_runs(owner.copy(), load.copy(), spans, work)
+    dealt = _dealt(owner.copy(), load.copy(), spans, work)
     # Runs unless they leave the ranks much less even than dealing out does (a few
     # heavy cblks at the top of a small problem).
     even = [np.bincount(o, weights=work, minlength=ranks).max() for o in (runs, dealt)]
     return runs if even[0] <= 1.1 * even[1] else dealt
 
 
-def _in_runs(owner, load, first, last, work):
-    """Each separator's cblks (consecutive, spanning the same ranks) in contiguous runs,
-    the separator's start to the least loaded rank: each cblk of a separator updates
-    the next ones, and a run on one rank sends its sums to the next rank once, where
-    cblks dealt out in turn would wait for each other at every step."""
-    spans = {}
-    for k in np.flatnonzero(first < last):
-        spans.setdefault((int(first[k]), int(last[k])), []).append(int(k))
-    for (f, g), cblks in sorted(spans.items(), key=lambda item: -work[item[1]].sum()):
+def _share(nodes, lo, hi, subtree, first, last):
+    """Give ``nodes`` ranks of ``lo..hi`` in proportion to their subtrees' work: a node
+    worth half a rank or more a range of whole ranks, the lighter ones one rank each,
+    packed heaviest first onto the least loaded."""
+    ranks = hi - lo + 1
+    order = sorted(nodes.tolist(), key=lambda k: -subtree[k])
+    total = float(subtree[order].sum()) or 1.0
+    big = [k for k in order if subtree[k] / total * ranks >= 0.5][:ranks]
+    load = np.zeros(ranks)
+    if big:
+        heavy = float(subtree[big].sum()) or 1.0
+        share = np.array([subtree[k] / heavy * ranks for k in big])
+        count = np.maximum(1, np.floor(share)).astype(np.int64)
+        while count.sum() > ranks:
+            count[np.argmax(np.where(count > 1, count - share, -np.inf))] -= 1
+        while count.sum() < ranks:  # the largest remainders take the ranks left
+            count[np.argmax(share - count)] += 1
+        at = 0
+        for k, c in zip(big, count.tolist(), strict=True):
+            first[k], last[k] = lo + at, lo + at + c - 1
+            load[at : at + c] += subtree[k] / c
+            at += c
+    for k in order[len(big) :]:
+        r = int(np.argmin(load))
+        first[k] = last[k] = lo + r
+        load[r] += subtree[k]
+
+
+def _in_runs(owner, load, spans, work):
+    """Each separator's cblks (consecutive, over the same ranks: ``spans``, each
+    cblk's first and last rank) in contiguous runs, the separator's start to the least
+    loaded rank."""
+    groups = {}
+    for k, span in spans.items():
+        groups.setdefault(span, []).append(k)
+    for (f, g), cblks in sorted(groups.items(), key=lambda item: -work[item[1]].sum()):
         span = np.arange(f, g + 1)
+        cblks = sorted(cblks)
         quota = _fill(load[span], float(work[cblks].sum()))
         by_load = np.argsort(load[span], kind="stable")  # the least loaded first
         bounds = np.cumsum(quota[by_load])
@@ -96,11 +131,11 @@ def _in_runs(owner, load, first, last, work):
     return owner
 
 
-def _dealt(owner, load, first, last, work):
+def _dealt(owner, load, spans, work):
     """The cblks spanning several ranks dealt out one by one, heaviest first, each to
     the least loaded rank of its span."""
-    for k in sorted(np.flatnonzero(first < last), key=lambda k: -work[k]):
-        span = np.arange(first[k], last[k] + 1)
+    for k in sorted(spans, key=lambda k: -work[k]):
+        span = np.arange(spans[k][0], spans[k][1] + 1)
         owner[k] = span[np.argmin(load[span])]
         load[owner[k]] += work[k]
     return owner
@@ -115,13 +150,3 @@ def _fill(load, total):
         if top >= levels[i - 1]:
             return np.maximum(top - load, 0.0)
     return np.zeros_like(load)
-
-
-def _share(nodes, a, b, subtree, lo, hi):
-    """Split [a, b) among ``nodes`` in proportion to their subtrees' work."""
-    total = float(subtree[nodes].sum())
-    at = a
-    for k in nodes:
-        width = (b - a) * (subtree[k] / total if total > 0 else 1.0 / len(nodes))
-        lo[k], hi[k] = at, at + width
-        at += width

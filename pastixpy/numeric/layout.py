@@ -163,7 +163,7 @@ class SolvePlan:
         if threads <= 1 or ncblk < 2:
             return serial
         work = layout.panel_sizes.astype(np.float64)
-        first = _subtree_first(parent)
+        first = subtree_first(parent)
         cum = np.concatenate(([0.0], np.cumsum(work)))
         subtree = cum[np.arange(1, ncblk + 1)] - cum[first]
         order = np.argsort(parent, kind="stable")
@@ -172,7 +172,7 @@ class SolvePlan:
         # Nested dissection balances within a few levels (the top separator's
         # panels, then a level or two); a chain of cblks never would.
         for _ in range(SOLVE_MAX_SPLITS * threads):
-            bins, loads = _greedy_bins(layer, subtree, threads)
+            bins, loads = greedy_bins(layer, subtree, threads)
             if loads.max() <= SOLVE_BALANCE * loads.sum() / threads:
                 break
             heaviest = max(layer, key=lambda k: subtree[k])
@@ -195,7 +195,7 @@ class SolvePlan:
         return cls(cblks.astype(np.int64), ptr, top, topoff, int(widths.sum()))
 
 
-def _subtree_first(parent):
+def subtree_first(parent):
     """First cblk of each cblk's subtree (a postordered tree: the subtree of k is
     ``first[k]..k``), by pointer jumping from each node to its first child."""
     n = parent.shape[0]
@@ -209,7 +209,7 @@ def _subtree_first(parent):
         first = nxt
 
 
-def _greedy_bins(items, weight, nbins):
+def greedy_bins(items, weight, nbins):
     """Each item to the least loaded bin, heaviest first: (bin of each item, loads)."""
     loads = np.zeros(nbins)
     bins = [0] * len(items)
