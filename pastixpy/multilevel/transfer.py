@@ -1,0 +1,289 @@
+"""Transfer operators: test vectors, least-squares interpolation, and its correction
+towards the ideal interpolation of the reduction framework.
+
+With a C/F splitting and A ordered as ``[[A_ff, A_fc], [A_cf, A_cc]]``, the *ideal*
+interpolation is ``P = [W; I]`` with ``W = −A_ff⁻¹ A_fc`` and the ideal restriction
+``R = [Z, I]`` with ``Z = −A_cf A_ff⁻¹``. Then ``R A P`` is the Schur complement and, with
+either of them ideal, the two-level method's error is that of the F-relaxation alone. Ideal
+W is dense, though, and truncating it to a sparse pattern loses what matters most for
+Helmholtz: the oscillatory near-kernel (waves with |ξ| ≈ k), on which the coarse level
+must act like the fine one.
+
+The construction here (``"ideal-corrected"``, the default):
+
+1. *Test vectors*: random vectors relaxed by the level's smoother on ``A x = 0``; what is
+   left of them is the error the smoother cannot reduce, the near-kernel.
+2. *Least squares*: for each F point i, the weights on its C neighbours (distance 1 in the
+   graph of A, or 2) that best reproduce the test vectors' values at i from their values
+   at the C points, ``min_w Σ_t |v_t(i) − Σ_j w_j v_t(j)|²`` (complex weights).
+3. *Correction towards ideal*: a few Jacobi steps on ``A_ff W = −A_fc`` give, row by row, a
+   target ``T_i``; the weights are then refitted by least squares with a pull of strength
+   ``mu`` towards ``T_i``. A step of Jacobi maps a W that reproduces a near-kernel vector
+   to one that still reproduces it (up to the vector's residual), so the pull towards
+   ideal and the fit agree on the near-kernel and the pull decides the rest. Rows of an F
+   point with no F neighbour (A_ff diagonal there) get the ideal weights exactly, which
+   fit in the pattern.
+
+``"ls"`` is steps 1–2 alone, ``"ideal-exact"`` is W computed with this package's
+factorization of A_ff (dense: small problems and references only). The restriction is
+``Pᵀ`` for complex symmetric A (the ideal R is then ``P_idealᵀ``), ``Pᴴ`` for Hermitian A,
+and otherwise the transpose of the same construction on Aᵀ.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import InvalidInputError
+from .options import nonnegative_float, nonnegative_int, one_of, parse, positive_int
+
+__all__ = [
+    "TEST_VECTORS",
+    "TRANSFERS",
+    "fit_rows",
+    "ideal_exact_weights",
+    "interpolation",
+    "interpolation_pattern",
+    "local_ideal_weights",
+    "prolongator",
+    "relaxed_test_vectors",
+]
+
+#: Transfer options: name → {parameter: (default, check)}.
+TRANSFERS = {
+    "ideal-corrected": {
+        "steps": (3, nonnegative_int),
+        "mu": (1e-2, nonnegative_float),
+        "distance": (1, one_of(1, 2)),
+    },
+    "ls": {"distance": (1, one_of(1, 2))},
+    "ideal-exact": {"drop": (0.0, nonnegative_float)},
+}
+
+#: Test-vector options.
+TEST_VECTORS = {"relaxed": {"count": (32, positive_int), "steps": (3, positive_int)}}
+
+#: Rows of test-vector blocks relaxed at once: bounds the temporaries of the relaxation.
+RELAX_COLUMNS = 8
+
+#: Entries of the (rows, pattern, vectors) arrays of one batch of least-squares fits.
+FIT_BATCH = 2_000_000
+
+#: Relative Tikhonov term of every fit: keeps the normal equations nonsingular when a
+#: pattern has more entries than the test vectors can tell apart.
+FIT_REGULARIZATION = 1e-10
+
+
+def parse_test_vectors(option):
+    """Validate the test_vectors option; an int is the shorthand for the count."""
+    if isinstance(option, (int, np.integer)) and not isinstance(option, bool):
+        option = ("relaxed", {"count": int(option)})
+    return parse(option, TEST_VECTORS, "test_vectors")[1]
+
+
+def relaxed_test_vectors(A, smoother, count, steps, rng):
+    """``count`` random vectors relaxed ``steps`` times by ``smoother`` on A x = 0, each
+    scaled to unit norm; complex for complex A. Shape (n, count)."""
+    n = A.shape[0]
+    complex_ = np.iscomplexobj(A.data)
+    V = np.empty((n, count), np.complex128 if complex_ else np.float64)
+    for lo in range(0, count, RELAX_COLUMNS):
+        hi = min(count, lo + RELAX_COLUMNS)
+        X = rng.standard_normal((n, hi - lo))
+        if complex_:
+            X = X + 1j * rng.standard_normal((n, hi - lo))
+        for _ in range(steps):
+            X = smoother.apply(A, 0.0, X)
+        V[:, lo:hi] = X
+    norms = np.linalg.norm(V, axis=0)
+    norms[norms == 0] = 1.0
+    V /= norms
+    return V
+
+
+def interpolation_pattern(A, fpoints, cpoints, distance=1):
+    """For each F point, its C neighbours in the graph of A (distance 1), or the C points
+    within two steps (distance 2). F points without a C neighbour at distance 1 get
+    those at distance 2. Returns a CSR pattern (nf × nc) of ones, sorted."""
+    G = sp.csr_array((np.ones(A.nnz), A.indices, A.indptr), shape=A.shape)
+    Gf = G[fpoints]
+    Gfc = Gf[:, cpoints]
+    if distance == 2 or np.any(np.diff(Gfc.indptr) == 0):
+        Gff = Gf[:, fpoints]
+        G2 = Gfc + Gff @ Gfc
+        if distance == 2:
+            Gfc = G2
+        else:
+            lonely = np.diff(Gfc.indptr) == 0
+            Gfc = Gfc + sp.diags_array(lonely.astype(float)) @ G2
+    pattern = sp.csr_array((np.ones(Gfc.nnz), Gfc.indices, Gfc.indptr), shape=Gfc.shape)
+    pattern.sum_duplicates()
+    pattern.data[:] = 1.0
+    pattern.sort_indices()
+    return pattern
+
+
+def fit_rows(pattern, targets, samples, prior=None, mu=0.0):
+    """Row-wise least squares on a pattern.
+
+    For each row i with pattern entries J_i, the weights w minimizing
+    ``Σ_t |targets[i, t] − Σ_{j∈J_i} w_j samples[j, t]|² + mu s_i ‖w − prior_i‖²``, where
+    ``s_i`` is the mean squared size of the samples on J_i (so that ``mu`` is relative).
+
+    Parameters
+    ----------
+    pattern : csr_array (nf × nc), sorted indices
+    targets : ndarray (nf, m)
+    samples : ndarray (nc, m)
+    prior : ndarray (pattern.nnz,), optional
+        Values aligned with the pattern's entries.
+    mu : float
+
+    Returns
+    -------
+    ndarray (pattern.nnz,)
+        The weights, aligned with the pattern's entries.
+    """
+    counts = np.diff(pattern.indptr)
+    dtype = np.result_type(targets.dtype, samples.dtype)
+    out = np.zeros(pattern.nnz, dtype)
+    m = samples.shape[1]
+    for p in np.unique(counts):
+        if p == 0:
+            continue
+        rows_all = np.flatnonzero(counts == p)
+        batch = max(1, FIT_BATCH // (int(p) * m))
+        for lo in range(0, rows_all.size, batch):
+            rows = rows_all[lo : lo + batch]
+            where = pattern.indptr[rows][:, None] + np.arange(p)
+            X = samples[pattern.indices[where]]  # (r, p, m)
+            y = targets[rows]  # (r, m)
+            G = np.einsum("rpm,rqm->rpq", X.conj(), X)
+            rhs = np.einsum("rpm,rm->rp", X.conj(), y)
+            scale = np.einsum("rpp->r", G).real / p
+            scale[scale == 0] = 1.0
+            reg = (FIT_REGULARIZATION + mu) * scale
+            G += reg[:, None, None] * np.eye(p)
+            if prior is not None and mu > 0:
+                rhs += (mu * scale)[:, None] * prior[where]
+            out[where] = np.linalg.solve(G, rhs[..., None])[..., 0]
+    return out
+
+
+def values_on_pattern(M, pattern):
+    """The entries of the sparse M at the pattern's positions, aligned with them (zero
+    where M has none)."""
+    M = sp.csr_array(M)
+    M.sum_duplicates()
+    ncols = pattern.shape[1]
+    rows_m = np.repeat(np.arange(M.shape[0], dtype=np.int64), np.diff(M.indptr))
+    keys_m = rows_m * ncols + M.indices
+    order = np.argsort(keys_m, kind="stable")
+    keys_m, data_m = keys_m[order], M.data[order]
+    rows_p = np.repeat(np.arange(pattern.shape[0], dtype=np.int64), np.diff(pattern.indptr))
+    keys_p = rows_p * ncols + pattern.indices
+    out = np.zeros(pattern.nnz, np.result_type(M.dtype, np.float64))
+    if len(keys_m) == 0:
+        return out
+    pos = np.minimum(np.searchsorted(keys_m, keys_p), len(keys_m) - 1)
+    found = keys_m[pos] == keys_p
+    out[found] = data_m[pos[found]]
+    return out
+
+
+def interpolation(A, splitting, V, name, params):
+    """The interpolation weights W (nf × nc, CSR) of a named construction.
+
+    Parameters
+    ----------
+    A : csr_array
+    splitting : Splitting
+    V : ndarray (n, m) or None
+        Test vectors (not needed by ``"ideal-exact"``).
+    name : {"ideal-corrected", "ls", "ideal-exact"}
+    params : dict
+    """
+    F, C = splitting.fpoints, splitting.cpoints
+    if name == "ideal-exact":
+        return ideal_exact_weights(A, F, C, params["drop"])
+    pattern = interpolation_pattern(A, F, C, params["distance"])
+    Vf, Vc = V[F], V[C]
+    data = fit_rows(pattern, Vf, Vc)
+    if name == "ideal-corrected":
+        AF = A[F]
+        Aff, Afc = sp.csr_array(AF[:, F]), sp.csr_array(AF[:, C])
+        d = Aff.diagonal()
+        if np.any(d == 0):
+            raise InvalidInputError(
+                "an F point has a zero diagonal entry, so the F-relaxation and the ideal "
+                "correction cannot use it; try coarsening='cr' (which keeps such points C)"
+            )
+        dinv = sp.diags_array(1.0 / d)
+        for _ in range(params["steps"]):
+            W = sp.csr_array((data, pattern.indices, pattern.indptr), shape=pattern.shape)
+            target = W - dinv @ (Afc + Aff @ W)
+            data = fit_rows(pattern, Vf, Vc, values_on_pattern(target, pattern), params["mu"])
+        # Where A_ff has no off-diagonal entry in a row, the ideal row is -a_fc / a_ii,
+        # inside the distance-1 pattern: take it exactly.
+        alone = np.diff(Aff.indptr) == 1
+        if alone.any():
+            exact = values_on_pattern(-(dinv @ Afc), pattern)
+            rows = np.repeat(alone, np.diff(pattern.indptr))
+            data = np.where(rows, exact, data)
+    return sp.csr_array((data, pattern.indices, pattern.indptr), shape=pattern.shape)
+
+
+def local_ideal_weights(A, splitting):
+    """The ideal weights ``−D_ff⁻¹ A_fc`` when A_ff is diagonal (no two F points coupled,
+    as in a red-black splitting of a 5- or 7-point stencil), else None. Then no test
+    vectors are needed: the ideal interpolation is exact, sparse and local."""
+    F, C = splitting.fpoints, splitting.cpoints
+    AF = A[F]
+    Aff = sp.csr_array(AF[:, F])
+    if Aff.nnz != len(F) or np.any(np.diff(Aff.indptr) != 1):
+        return None
+    d = Aff.diagonal()
+    if np.any(d == 0):
+        return None
+    W = sp.csr_array(-(sp.diags_array(1.0 / d) @ sp.csr_array(AF[:, C])))
+    W.sort_indices()
+    return W
+
+
+#: ideal-exact forms a dense nf × nc block: refused above this many entries.
+IDEAL_EXACT_LIMIT = 5e7
+
+
+def ideal_exact_weights(A, F, C, drop=0.0, threads=1):
+    """W = −A_ff⁻¹ A_fc computed with this package's factorization of A_ff, entries
+    below ``drop`` times their row's largest removed."""
+    from ..api import factorize
+
+    if len(F) * len(C) > IDEAL_EXACT_LIMIT:
+        raise InvalidInputError(
+            f"transfer='ideal-exact' forms a dense {len(F)} x {len(C)} block, too large; "
+            "use transfer='ideal-corrected' (sparse) for a problem of this size"
+        )
+    AF = A[F]
+    Aff, Afc = sp.csc_array(AF[:, F]), AF[:, C].toarray()
+    W = -factorize(Aff, threads=threads).solve(Afc)
+    if drop > 0:
+        rowmax = abs(W).max(axis=1, keepdims=True)
+        W[abs(W) < drop * rowmax] = 0
+    W = sp.csr_array(W)
+    W.eliminate_zeros()
+    return W
+
+
+def prolongator(W, splitting):
+    """P (n × nc) from the weights: row F[i] is W's row i, row C[j] is the unit vector j."""
+    F, C = splitting.fpoints, splitting.cpoints
+    W = sp.csr_array(W)
+    n, nc = len(F) + len(C), len(C)
+    wrows = np.repeat(F, np.diff(W.indptr))
+    rows = np.concatenate([wrows, C])
+    cols = np.concatenate([W.indices, np.arange(nc)])
+    data = np.concatenate([W.data, np.ones(nc, W.dtype)])
+    P = sp.csr_array((data, (rows, cols)), shape=(n, nc))
+    P.sum_duplicates()
+    P.sort_indices()
+    return P
