@@ -15,12 +15,16 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
+import scipy.sparse.linalg as sla
 
 from ..errors import PastixWarning, SingularMatrixError
 from .checks import is_symmetric
 from .options import nonnegative_float, one_of, optional, parse, positive_float
 
 __all__ = ["COARSE_SOLVERS", "CoarseSolver", "galerkin", "sparsify"]
+
+#: A coarsest operator whose condition number estimate exceeds this is reported singular.
+SINGULAR_CONDITION = 1e13
 
 #: Coarsest-solver options: name → {parameter: (default, check)}.
 COARSE_SOLVERS = {
@@ -51,11 +55,12 @@ def sparsify(A, drop, V=None):
     """A without its off-diagonal entries below ``drop sqrt(m_i m_j)``, m_i the largest
     off-diagonal modulus of row i. ``drop = 0`` returns A.
 
-    With test vectors V (n × m), the kept entries of each row are refitted by least
-    squares so that the sparse rows act on V as A's full rows do (the dropped couplings'
-    action on the near-kernel is moved onto the kept ones), and the result is
-    symmetrized: dropping alone shifts the near-kernel's phase, which the inner
-    iterations above then have to correct.
+    With test vectors V (n × m, near-kernel vectors of A), the kept entries of each row
+    are refitted by least squares so that the sparse row acts on V as A's full row does
+    (the dropped couplings' action on the near-kernel moves onto the kept ones), and the
+    result is symmetrized when A is symmetric (Hermitian). Dropping alone shifts the
+    near-kernel's eigenvalues, which is what the coarse level must get right. Rows keeping
+    more than m/2 entries are left as dropped: their fit would be underdetermined.
     """
     if drop <= 0:
         return A
@@ -73,10 +78,19 @@ def sparsify(A, drop, V=None):
         return S
     from .transfer import fit_rows
 
-    data = fit_rows(S, A @ V, V, prior=S.data, mu=1e-8)
+    counts = np.diff(S.indptr)
+    fit = counts <= V.shape[1] // 2
+    if not fit.any():
+        return S
+    sub = sp.csr_array(S[fit])
+    data = S.data.copy()
+    where = np.repeat(fit, counts)
+    data[where] = fit_rows(sub, (A @ V)[fit], V, prior=sub.data, mu=1e-8)
     S = sp.csr_array((data, S.indices, S.indptr), shape=S.shape)
-    sym = is_symmetric(A)
-    S = sp.csr_array((S + (S.T if sym else S.T.conj())) * 0.5) if sym or _hermitian(A) else S
+    if is_symmetric(A):
+        S = sp.csr_array((S + S.T) * 0.5)
+    elif _hermitian(A):
+        S = sp.csr_array((S + S.T.conj()) * 0.5)
     S.sort_indices()
     return S
 
@@ -146,7 +160,21 @@ class CoarseSolver:
                 "levels (max_levels), a larger max_coarse, coarse_solver=('pastix', "
                 "{'drop': 0}) or another coarsening"
             )
-        self._apply = self.factorization.aspreconditioner().matvec
+        inverse = self.factorization.aspreconditioner()
+        self._apply = inverse.matvec
+        # A singular matrix can factor without a perturbed pivot (a positive pivot at
+        # rounding level, as the Neumann Laplacian's in LLᵀ): its condition number tells.
+        norm1 = float(abs(self.operator).sum(axis=0).max())
+        with np.errstate(all="ignore"):
+            estimate = sla.onenormest(inverse) if A.shape[0] > 4 else _dense_norm1(inverse)
+        self.condition = norm1 * float(estimate)
+        if not np.isfinite(self.condition) or self.condition > SINGULAR_CONDITION:
+            raise SingularMatrixError(
+                f"the coarsest level (level {level}, {A.shape[0]} unknowns) is singular or "
+                f"nearly so (condition number about {self.condition:.1e}). Try fewer "
+                "levels (max_levels), a larger max_coarse, coarse_solver=('pastix', "
+                "{'drop': 0}) or another coarsening"
+            )
         self.seconds = time.perf_counter() - t
 
     @property
@@ -155,3 +183,9 @@ class CoarseSolver:
 
     def solve(self, b):
         return self._apply(b)
+
+
+def _dense_norm1(inverse):
+    """‖M‖₁ of a tiny operator, column by column."""
+    n = inverse.shape[0]
+    return max(float(np.abs(inverse.matvec(np.eye(n)[:, j])).sum()) for j in range(n))

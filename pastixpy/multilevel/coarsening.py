@@ -22,7 +22,15 @@ import scipy.sparse as sp
 from ..errors import InvalidInputError
 from .options import fraction, grid_shape, optional
 
-__all__ = ["COARSENINGS", "Splitting", "cr_split", "geometric_split", "greedy_mis", "split"]
+__all__ = [
+    "COARSENINGS",
+    "Splitting",
+    "cr_split",
+    "f_relaxation_rate",
+    "geometric_split",
+    "greedy_mis",
+    "split",
+]
 
 
 @dataclass
@@ -39,6 +47,7 @@ class Splitting:
 
     fmask: np.ndarray
     shape: tuple | None = None
+    stop: str = ""
 
     @property
     def fpoints(self):
@@ -63,7 +72,11 @@ COARSENINGS = {
         "max_ratio": (0.6, fraction),
     },
     "mis": {"theta": (0.6, fraction), "max_ratio": (0.6, fraction)},
-    "geometric": {"shape": (None, optional(grid_shape)), "max_ratio": (0.6, fraction)},
+    "geometric": {
+        "shape": (None, optional(grid_shape)),
+        "max_rate": (0.9, fraction),
+        "max_ratio": (0.6, fraction),
+    },
 }
 
 
@@ -80,7 +93,13 @@ def split(A, name, params, shape=None):
         if shape is None:
             # Below the grid levels (or without one) the splitting goes algebraic.
             return Splitting(cr_split(A))
-        return geometric_split(shape)
+        splitting = geometric_split(shape)
+        rate = f_relaxation_rate(A, splitting.fmask)
+        if rate > params["max_rate"]:
+            # Jacobi on this A_ff would not contract: the grid is too coarse for the
+            # wavenumber, and this level is the coarsest.
+            splitting.stop = f"F-relaxation would not contract (rate {rate:.2f})"
+        return splitting
     raise InvalidInputError(f"unknown splitting {name!r}")
 
 
@@ -175,6 +194,29 @@ def cr_split(A, theta=0.6, gamma=0.85, extend=0.6):
             for p in range(lo, hi):
                 u[idx[p]] += mv[p]
     return np.frombuffer(bytes(f), np.uint8) == 1
+
+
+def f_relaxation_rate(A, fmask, steps=15, seed=0):
+    """An estimate of ρ(I − D_ff⁻¹ A_ff), the convergence factor of Jacobi F-relaxation
+    (compatible relaxation), by a few steps of the power method."""
+    A = sp.csr_array(A)
+    F = np.flatnonzero(fmask)
+    if F.size == 0:
+        return 0.0
+    Aff = sp.csr_array(A[F][:, F])
+    d = Aff.diagonal()
+    if np.any(d == 0):
+        return float("inf")
+    v = np.random.default_rng(seed).standard_normal(F.size).astype(Aff.dtype)
+    rate = 0.0
+    for _ in range(steps):
+        w = v - (Aff @ v) / d
+        norm = np.linalg.norm(w)
+        if norm == 0:
+            return 0.0
+        rate = norm / np.linalg.norm(v)
+        v = w / norm
+    return float(rate)
 
 
 def array_of(values):

@@ -16,7 +16,7 @@ import scipy.sparse as sp
 from ..errors import InvalidInputError
 from .checks import is_symmetric
 from .coarse import CoarseSolver, galerkin
-from .coarsening import Splitting, split
+from .coarsening import Splitting, f_relaxation_rate, split
 from .smoothers import FRelaxation, PolynomialSmoother
 from .transfer import interpolation, local_ideal_weights, prolongator, relaxed_test_vectors
 
@@ -43,6 +43,10 @@ class Level:
         The factorization, on the coarsest level only.
     seconds : dict
         Setup seconds of this level by phase.
+    stop_reason : str
+        On the coarsest level, why coarsening stopped there.
+    f_rate : float or None
+        Estimated convergence factor of Jacobi on A_ff (compatible relaxation).
     """
 
     A: sp.csr_array
@@ -55,6 +59,7 @@ class Level:
     coarse: CoarseSolver | None = None
     seconds: dict = field(default_factory=dict)
     stop_reason: str = ""
+    f_rate: float | None = None
 
     @property
     def n(self):
@@ -85,7 +90,7 @@ def build_levels(A, opts, rng):
     levels = []
     shape = opts.coarsening_params.get("shape")
     symmetric = is_symmetric(A)
-    coarse_vectors = None
+    inherited = None  # the C values of the level above's test vectors
     hermitian = (not symmetric) and np.iscomplexobj(A.data) and _is_hermitian(A)
     for number in range(opts.max_levels):
         level = Level(A)
@@ -103,16 +108,20 @@ def build_levels(A, opts, rng):
             splitting = split(A, opts.coarsening, opts.coarsening_params, shape)
         level.seconds["splitting"] = time.perf_counter() - t
         nf = int(splitting.fmask.sum())
+        if splitting.stop:
+            level.stop_reason = splitting.stop
+            break
         if nf == 0 or nf == A.shape[0] or splitting.coarse_ratio > opts.max_ratio:
             level.stop_reason = (
                 f"coarsening stalls ({splitting.coarse_ratio:.0%} of the unknowns would stay)"
             )
             break
+        level.f_rate = f_relaxation_rate(A, splitting.fmask)
         level.splitting = splitting
         t = time.perf_counter()
         level.smoother = _setup_smoother(opts.smoother, A, rng)
         level.seconds["smoother"] = time.perf_counter() - t
-        W, V = _weights(A, splitting, opts, rng, level)
+        W, V = _weights(A, splitting, opts, rng, level, inherited)
         P = prolongator(W, splitting)
         level.P = P
         t = time.perf_counter()
@@ -135,13 +144,21 @@ def build_levels(A, opts, rng):
         t = time.perf_counter()
         A = galerkin(A, P, R)
         level.seconds["galerkin"] = time.perf_counter() - t
-        # The test vectors' C values are test vectors of the next level (P is the
-        # identity on C); the coarsest level uses them to sparsify its operator.
-        coarse_vectors = None if V is None else V[splitting.cpoints]
+        inherited = None if V is None or not opts.test_coarse_steps else V[splitting.cpoints]
         del V
         shape = splitting.shape
     coarsest = levels[-1]
     t = time.perf_counter()
+    coarse_vectors = None
+    params = opts.coarse_params
+    if params["drop"] > 0 and params["compensate"] and len(levels) > 1:
+        # Near-kernel vectors of the coarsest operator itself, for its sparsification.
+        relax = PolynomialSmoother().setup(coarsest.A, rng)
+        steps = opts.test_steps if inherited is None else opts.test_coarse_steps
+        coarse_vectors = relaxed_test_vectors(
+            coarsest.A, relax, opts.test_count, steps, rng, inherited
+        )
+        coarsest.seconds["test_vectors"] = time.perf_counter() - t
     coarsest.coarse = CoarseSolver(
         coarsest.A,
         threads=opts.threads,
@@ -149,12 +166,15 @@ def build_levels(A, opts, rng):
         test_vectors=coarse_vectors,
         **opts.coarse_params,
     )
-    coarsest.seconds["coarse_factor"] = time.perf_counter() - t
+    coarsest.seconds["coarse_factor"] = (
+        time.perf_counter() - t - coarsest.seconds.get("test_vectors", 0.0)
+    )
     return levels
 
 
-def _weights(A, splitting, opts, rng, level):
-    """Interpolation weights W (nf × nc) for A, with the test vectors they were fit to."""
+def _weights(A, splitting, opts, rng, level, inherited=None):
+    """Interpolation weights W (nf × nc) for A, with the test vectors they were fit to
+    (relaxed from ``inherited`` when given, else from random vectors)."""
     V = None
     if opts.transfer_callable is None and opts.transfer == "ideal-corrected":
         t = time.perf_counter()
@@ -171,7 +191,8 @@ def _weights(A, splitting, opts, rng, level):
     relax = _setup_smoother(opts.smoother, A, rng) if level is None else level.smoother
     if relax is None:  # no smoother in the cycle: the test vectors still need one
         relax = PolynomialSmoother().setup(A, rng)
-    V = relaxed_test_vectors(A, relax, opts.test_count, opts.test_steps, rng)
+    steps = opts.test_steps if inherited is None else opts.test_coarse_steps
+    V = relaxed_test_vectors(A, relax, opts.test_count, steps, rng, inherited)
     _add(level, "test_vectors", time.perf_counter() - t)
     t = time.perf_counter()
     if opts.transfer_callable is not None:

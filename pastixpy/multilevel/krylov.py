@@ -23,20 +23,21 @@ BLOCK = 16
 
 
 def _operator(A, name, n=None):
-    """A matvec function and a dtype for a sparse matrix, LinearOperator, array or callable."""
+    """A matvec function, a dtype and the order (None for a callable) of a sparse matrix,
+    LinearOperator, array or callable."""
     if A is None:
-        return None, np.dtype(np.float64)
+        return None, np.dtype(np.float64), n
     if sp.issparse(A) or isinstance(A, np.ndarray):
         if A.ndim != 2 or A.shape[0] != A.shape[1] or (n is not None and A.shape[0] != n):
             raise InvalidInputError(f"{name} must be square of order {n}, got shape {A.shape}")
-        return A.__matmul__, A.dtype
+        return A.__matmul__, A.dtype, A.shape[0]
     if isinstance(A, sla.LinearOperator) or hasattr(A, "matvec"):
         op = sla.aslinearoperator(A)
         if op.shape[0] != op.shape[1] or (n is not None and op.shape[0] != n):
             raise InvalidInputError(f"{name} must be square of order {n}, got shape {op.shape}")
-        return op.matvec, op.dtype
+        return op.matvec, op.dtype, op.shape[0]
     if callable(A):
-        return A, np.dtype(np.float64)
+        return A, np.dtype(np.float64), n
     raise InvalidInputError(
         f"{name} must be a sparse matrix, a dense array, a LinearOperator or a callable, "
         f"got {type(A).__name__}"
@@ -158,10 +159,11 @@ def gmres_right(A, b, x0=None, **kwargs):
 def _gmres(A, b, x0, M, rtol, atol, restart, maxiter, callback, callback_type, flexible):
     """The GMRES iteration; returns (x, info, iterations, relative residual history)."""
     b = np.asarray(b)
-    matvec, adtype = _operator(A, "A")
-    n = b.shape[0] if b.ndim else 0
+    matvec, adtype, n = _operator(A, "A")
+    if n is None:  # A is a plain function: the order is b's
+        n = b.shape[0] if b.ndim else 0
     b = check_rhs(b, n)
-    precond, mdtype = _operator(M, "M", n)
+    precond, mdtype, _ = _operator(M, "M", n)
     if callback_type not in ("pr_norm", "x"):
         raise OptionError(f"callback_type must be 'pr_norm' or 'x', got {callback_type!r}")
     if callback is not None and not callable(callback):

@@ -32,6 +32,7 @@ class _Options:
     f_relaxation: dict | None
     test_count: int
     test_steps: int
+    test_coarse_steps: int
     coarsening: str | None
     coarsening_params: dict
     coarsening_callable: object
@@ -52,7 +53,7 @@ def helmholtz_solver(
     *,
     smoother=("polynomial", {"degree": 4, "sweeps": 1}),
     f_relaxation=("jacobi", {"sweeps": 1}),
-    test_vectors=("relaxed", {"count": 32, "steps": 3}),
+    test_vectors=("relaxed", {"count": 32, "steps": 3, "coarse_steps": 1}),
     coarsening=("cr", {"theta": 0.6, "gamma": 0.85, "max_ratio": 0.6}),
     transfer=("ideal-corrected", {"steps": 3, "mu": 1e-2, "distance": 1}),
     cycle=("K", {"inner": 2}),
@@ -83,7 +84,8 @@ def helmholtz_solver(
         ``"jacobi"`` (``omega`` in (0, 1], ``sweeps``) on the F points, or ``"none"``.
     test_vectors : int or ("relaxed", dict)
         Number of test vectors (``count``) and the smoother's applications to each
-        (``steps``).
+        (``steps``). A coarse level relaxes the C values of the level above's test
+        vectors ``coarse_steps`` times (0: fresh random vectors on every level).
     coarsening : str, (str, dict) or callable
         ``"cr"`` (``theta``: strength threshold, ``gamma``: F-row budget,
         ``max_ratio``), ``"mis"`` (``theta``, ``max_ratio``), ``"geometric"``
@@ -195,6 +197,7 @@ def _parse_options(
         f_relaxation=make_f_relaxation(f_relaxation),
         test_count=tv["count"],
         test_steps=tv["steps"],
+        test_coarse_steps=tv["coarse_steps"],
         coarsening=cname,
         coarsening_params=cparams,
         coarsening_callable=ccall,
@@ -223,6 +226,7 @@ class MultilevelSolver:
         together), ``levels``, ``sizes``, ``nnz``, ``operator_complexity``,
         ``grid_complexity``, ``memory_bytes`` (operators, transfers, factors),
         ``coarse_factor_bytes``, ``stop_reason`` (why the coarsest level is the coarsest),
+        ``f_relaxation_rates`` (estimated Jacobi rate on each level's A_ff),
         and after a solve, ``solve`` (iterations, seconds, residual history and the
         cycles run on each level).
     """
@@ -252,6 +256,7 @@ class MultilevelSolver:
             "memory_bytes": self.memory_bytes,
             "coarse_factor_bytes": levels[-1].coarse.factor_bytes,
             "stop_reason": levels[-1].stop_reason,
+            "f_relaxation_rates": [lv.f_rate for lv in levels[:-1]],
         }
 
     @property
@@ -367,11 +372,12 @@ class MultilevelSolver:
             f"MultilevelSolver: {len(self.levels)} levels, cycle {self.cycle.kind}, "
             f"operator complexity {self.operator_complexity:.2f}, "
             f"grid complexity {self.grid_complexity:.2f}",
-            "  level   unknowns         nnz   nnz/row",
+            "  level   unknowns         nnz   nnz/row   CR rate",
         ]
         for number, lv in enumerate(self.levels):
             nnz = lv.A.nnz if lv.coarse is None else lv.coarse.operator.nnz
-            lines.append(f"  {number:5d} {lv.n:10d} {nnz:11d} {nnz / lv.n:9.1f}")
+            rate = "" if lv.f_rate is None else f"{lv.f_rate:9.2f}"
+            lines.append(f"  {number:5d} {lv.n:10d} {nnz:11d} {nnz / lv.n:9.1f} {rate}")
         coarse = self.levels[-1].coarse
         lines.append(
             f"  coarsest: factored ({coarse.factor_bytes / 2**20:.1f} MiB); "

@@ -16,13 +16,17 @@ The construction here (``"ideal-corrected"``, the default):
 2. *Least squares*: for each F point i, the weights on its C neighbours (distance 1 in the
    graph of A, or 2) that best reproduce the test vectors' values at i from their values
    at the C points, ``min_w Σ_t |v_t(i) − Σ_j w_j v_t(j)|²`` (complex weights).
-3. *Correction towards ideal*: a few Jacobi steps on ``A_ff W = −A_fc`` give, row by row, a
-   target ``T_i``; the weights are then refitted by least squares with a pull of strength
-   ``mu`` towards ``T_i``. A step of Jacobi maps a W that reproduces a near-kernel vector
-   to one that still reproduces it (up to the vector's residual), so the pull towards
-   ideal and the fit agree on the near-kernel and the pull decides the rest. Rows of an F
-   point with no F neighbour (A_ff diagonal there) get the ideal weights exactly, which
-   fit in the pattern.
+3. *Correction towards ideal*: the fit is pulled, with a strength ``mu``, towards a target
+   ``T``: first one Jacobi step from zero, ``−D_ff⁻¹ A_fc``, then ``steps`` times a Jacobi
+   step on ``A_ff W = −A_fc`` from the last fit, each followed by a new fit. A Jacobi
+   step maps a W that reproduces a near-kernel vector to one that still reproduces it
+   (up to the vector's residual), so the pull towards ideal and the fit agree on the
+   near-kernel, and the pull decides the rest. (Jacobi steps alone, projected on the
+   pattern, converge to the truncated ideal weights, which lose the near-kernel: on
+   Helmholtz levels they do worse than least squares alone.) Rows of an F point with no
+   F neighbour (A_ff diagonal there) get the ideal weights exactly: they fit in the
+   pattern. When A_ff is diagonal altogether (a red-black splitting of a 5- or 7-point
+   stencil), W is the exact ideal and no test vectors are made.
 
 ``"ls"`` is steps 1–2 alone, ``"ideal-exact"`` is W computed with this package's
 factorization of A_ff (dense: small problems and references only). The restriction is
@@ -39,6 +43,7 @@ from .options import nonnegative_float, nonnegative_int, one_of, parse, positive
 __all__ = [
     "TEST_VECTORS",
     "TRANSFERS",
+    "RowFit",
     "fit_rows",
     "ideal_exact_weights",
     "interpolation",
@@ -60,7 +65,13 @@ TRANSFERS = {
 }
 
 #: Test-vector options.
-TEST_VECTORS = {"relaxed": {"count": (32, positive_int), "steps": (3, positive_int)}}
+TEST_VECTORS = {
+    "relaxed": {
+        "count": (32, positive_int),
+        "steps": (3, positive_int),
+        "coarse_steps": (1, nonnegative_int),
+    }
+}
 
 #: Rows of test-vector blocks relaxed at once: bounds the temporaries of the relaxation.
 RELAX_COLUMNS = 8
@@ -80,17 +91,27 @@ def parse_test_vectors(option):
     return parse(option, TEST_VECTORS, "test_vectors")[1]
 
 
-def relaxed_test_vectors(A, smoother, count, steps, rng):
+def relaxed_test_vectors(A, smoother, count, steps, rng, start=None):
     """``count`` random vectors relaxed ``steps`` times by ``smoother`` on A x = 0, each
-    scaled to unit norm; complex for complex A. Shape (n, count)."""
+    scaled to unit norm; complex for complex A. Shape (n, count).
+
+    ``start`` (n, count), when given, replaces the random vectors: the C values of the
+    level above's test vectors are near-kernel vectors of the Galerkin operator already
+    (P is the identity on C and reproduces them), so a coarse level relaxes those.
+    """
     n = A.shape[0]
-    complex_ = np.iscomplexobj(A.data)
+    complex_ = np.iscomplexobj(A.data) or (start is not None and np.iscomplexobj(start))
+    if start is not None:
+        count = start.shape[1]
     V = np.empty((n, count), np.complex128 if complex_ else np.float64)
     for lo in range(0, count, RELAX_COLUMNS):
         hi = min(count, lo + RELAX_COLUMNS)
-        X = rng.standard_normal((n, hi - lo))
-        if complex_:
-            X = X + 1j * rng.standard_normal((n, hi - lo))
+        if start is not None:
+            X = start[:, lo:hi].copy()
+        else:
+            X = rng.standard_normal((n, hi - lo))
+            if complex_:
+                X = X + 1j * rng.standard_normal((n, hi - lo))
         for _ in range(steps):
             X = smoother.apply(A, 0.0, X)
         V[:, lo:hi] = X
@@ -122,51 +143,66 @@ def interpolation_pattern(A, fpoints, cpoints, distance=1):
     return pattern
 
 
-def fit_rows(pattern, targets, samples, prior=None, mu=0.0):
-    """Row-wise least squares on a pattern.
+class RowFit:
+    """Row-wise least squares on a pattern, with an optional pull towards a prior.
 
     For each row i with pattern entries J_i, the weights w minimizing
     ``Σ_t |targets[i, t] − Σ_{j∈J_i} w_j samples[j, t]|² + mu s_i ‖w − prior_i‖²``, where
     ``s_i`` is the mean squared size of the samples on J_i (so that ``mu`` is relative).
+    The normal equations' matrices do not depend on the prior: they are formed and
+    inverted once, and each :meth:`solve` with a new prior is a batch of small products.
 
     Parameters
     ----------
     pattern : csr_array (nf × nc), sorted indices
     targets : ndarray (nf, m)
     samples : ndarray (nc, m)
-    prior : ndarray (pattern.nnz,), optional
-        Values aligned with the pattern's entries.
     mu : float
+    """
+
+    def __init__(self, pattern, targets, samples, mu=0.0):
+        self.nnz = pattern.nnz
+        self.mu = mu
+        self.dtype = np.result_type(targets.dtype, samples.dtype)
+        self.groups = []
+        counts = np.diff(pattern.indptr)
+        m = samples.shape[1]
+        for p in np.unique(counts):
+            if p == 0:
+                continue
+            rows_all = np.flatnonzero(counts == p)
+            batch = max(1, FIT_BATCH // (int(p) * m))
+            for lo in range(0, rows_all.size, batch):
+                rows = rows_all[lo : lo + batch]
+                where = pattern.indptr[rows][:, None] + np.arange(p)
+                X = samples[pattern.indices[where]]  # (r, p, m)
+                Xc = X.conj()
+                G = Xc @ X.transpose(0, 2, 1)
+                rhs = np.einsum("rpm,rm->rp", Xc, targets[rows])
+                scale = np.einsum("rpp->r", G).real / p
+                scale[scale == 0] = 1.0
+                G += ((FIT_REGULARIZATION + mu) * scale)[:, None, None] * np.eye(p)
+                self.groups.append((where, np.linalg.inv(G), rhs, mu * scale))
+
+    def solve(self, prior=None):
+        """The weights, aligned with the pattern's entries; ``prior`` likewise."""
+        out = np.zeros(self.nnz, self.dtype)
+        for where, Ginv, rhs, pull in self.groups:
+            if prior is not None and self.mu > 0:
+                rhs = rhs + pull[:, None] * prior[where]
+            out[where] = np.einsum("rpq,rq->rp", Ginv, rhs)
+        return out
+
+
+def fit_rows(pattern, targets, samples, prior=None, mu=0.0):
+    """One row-wise least-squares fit (see :class:`RowFit`).
 
     Returns
     -------
     ndarray (pattern.nnz,)
         The weights, aligned with the pattern's entries.
     """
-    counts = np.diff(pattern.indptr)
-    dtype = np.result_type(targets.dtype, samples.dtype)
-    out = np.zeros(pattern.nnz, dtype)
-    m = samples.shape[1]
-    for p in np.unique(counts):
-        if p == 0:
-            continue
-        rows_all = np.flatnonzero(counts == p)
-        batch = max(1, FIT_BATCH // (int(p) * m))
-        for lo in range(0, rows_all.size, batch):
-            rows = rows_all[lo : lo + batch]
-            where = pattern.indptr[rows][:, None] + np.arange(p)
-            X = samples[pattern.indices[where]]  # (r, p, m)
-            y = targets[rows]  # (r, m)
-            G = np.einsum("rpm,rqm->rpq", X.conj(), X)
-            rhs = np.einsum("rpm,rm->rp", X.conj(), y)
-            scale = np.einsum("rpp->r", G).real / p
-            scale[scale == 0] = 1.0
-            reg = (FIT_REGULARIZATION + mu) * scale
-            G += reg[:, None, None] * np.eye(p)
-            if prior is not None and mu > 0:
-                rhs += (mu * scale)[:, None] * prior[where]
-            out[where] = np.linalg.solve(G, rhs[..., None])[..., 0]
-    return out
+    return RowFit(pattern, targets, samples, mu).solve(prior)
 
 
 def values_on_pattern(M, pattern):
@@ -207,8 +243,9 @@ def interpolation(A, splitting, V, name, params):
         return ideal_exact_weights(A, F, C, params["drop"])
     pattern = interpolation_pattern(A, F, C, params["distance"])
     Vf, Vc = V[F], V[C]
-    data = fit_rows(pattern, Vf, Vc)
-    if name == "ideal-corrected":
+    if name == "ls":
+        data = fit_rows(pattern, Vf, Vc)
+    else:
         AF = A[F]
         Aff, Afc = sp.csr_array(AF[:, F]), sp.csr_array(AF[:, C])
         d = Aff.diagonal()
@@ -218,10 +255,14 @@ def interpolation(A, splitting, V, name, params):
                 "correction cannot use it; try coarsening='cr' (which keeps such points C)"
             )
         dinv = sp.diags_array(1.0 / d)
+        fit = RowFit(pattern, Vf, Vc, params["mu"])
+        # The first prior is one Jacobi step from zero, −D_ff⁻¹ A_fc; each further step
+        # is a Jacobi step on A_ff W = −A_fc from the last fit.
+        data = fit.solve(values_on_pattern(-(dinv @ Afc), pattern))
         for _ in range(params["steps"]):
             W = sp.csr_array((data, pattern.indices, pattern.indptr), shape=pattern.shape)
             target = W - dinv @ (Afc + Aff @ W)
-            data = fit_rows(pattern, Vf, Vc, values_on_pattern(target, pattern), params["mu"])
+            data = fit.solve(values_on_pattern(target, pattern))
         # Where A_ff has no off-diagonal entry in a row, the ideal row is -a_fc / a_ii,
         # inside the distance-1 pattern: take it exactly.
         alone = np.diff(Aff.indptr) == 1
