@@ -29,7 +29,7 @@ SINGULAR_CONDITION = 1e13
 #: Coarsest-solver options: name → {parameter: (default, check)}.
 COARSE_SOLVERS = {
     "pastix": {
-        "drop": (0.01, nonnegative_float),
+        "drop": (0.02, nonnegative_float),
         "compensate": (True, one_of(True, False)),
         "precision": ("double", one_of("double", "mixed", "single")),
         "compress": (None, optional(positive_float)),
@@ -124,7 +124,7 @@ class CoarseSolver:
     def __init__(
         self,
         A,
-        drop=0.01,
+        drop=0.02,
         compensate=True,
         precision="double",
         compress=None,

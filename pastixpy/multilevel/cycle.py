@@ -34,7 +34,7 @@ __all__ = ["CYCLES", "Cycle"]
 CYCLES = {
     "V": {},
     "W": {"inner": (2, positive_int)},
-    "K": {"inner": (2, positive_int), "inner_rtol": (0.0, nonnegative_float)},
+    "K": {"inner": (3, positive_int), "inner_rtol": (0.0, nonnegative_float)},
 }
 
 

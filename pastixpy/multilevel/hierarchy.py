@@ -47,6 +47,9 @@ class Level:
         On the coarsest level, why coarsening stopped there.
     f_rate : float or None
         Estimated convergence factor of Jacobi on A_ff (compatible relaxation).
+    galerkin_nnz : int or None
+        On the coarsest level, the entries of the Galerkin product before it was
+        sparsified (A is then the sparsified operator that was factored).
     """
 
     A: sp.csr_array
@@ -60,6 +63,7 @@ class Level:
     seconds: dict = field(default_factory=dict)
     stop_reason: str = ""
     f_rate: float | None = None
+    galerkin_nnz: int | None = None
 
     @property
     def n(self):
@@ -80,8 +84,12 @@ def operator_bytes(M):
     return int(M.data.nbytes + M.indices.nbytes + M.indptr.nbytes)
 
 
-def build_levels(A, opts, rng):
+def build_levels(A, opts, rng, original=None):
     """Build the hierarchy for A with validated options (see :func:`helmholtz_solver`).
+
+    ``original`` is the caller's matrix, when A is a CSR copy of it: once the first
+    level is built, the finest level keeps the caller's matrix (when it is a canonical
+    CSC or CSR array of the same values) instead of the copy.
 
     Returns
     -------
@@ -144,6 +152,8 @@ def build_levels(A, opts, rng):
         t = time.perf_counter()
         A = galerkin(A, P, R)
         level.seconds["galerkin"] = time.perf_counter() - t
+        if number == 0 and _same_matrix(original, level.A):
+            level.A = original
         inherited = None if V is None or not opts.test_coarse_steps else V[splitting.cpoints]
         del V
         shape = splitting.shape
@@ -169,6 +179,10 @@ def build_levels(A, opts, rng):
     coarsest.seconds["coarse_factor"] = (
         time.perf_counter() - t - coarsest.seconds.get("test_vectors", 0.0)
     )
+    # The cycle uses the coarsest level through its factorization only: keep the
+    # (sparsified) operator that was factored, not the denser Galerkin product.
+    coarsest.galerkin_nnz = int(coarsest.A.nnz)
+    coarsest.A = coarsest.coarse.operator
     return levels
 
 
@@ -201,6 +215,17 @@ def _weights(A, splitting, opts, rng, level, inherited=None):
         W = interpolation(A, splitting, V, opts.transfer, opts.transfer_params)
     _add(level, "interpolation", time.perf_counter() - t)
     return W, V
+
+
+def _same_matrix(original, A):
+    """Whether the caller's matrix can stand for its CSR copy A: a canonical CSC/CSR
+    array with A's dtype (then it holds the same values)."""
+    return (
+        isinstance(original, (sp.csc_array, sp.csr_array))
+        and original.dtype == A.dtype
+        and original.has_canonical_format
+        and original.shape == A.shape
+    )
 
 
 def _add(level, phase, seconds):

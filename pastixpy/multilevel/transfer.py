@@ -59,8 +59,9 @@ TRANSFERS = {
         "steps": (3, nonnegative_int),
         "mu": (1e-2, nonnegative_float),
         "distance": (1, one_of(1, 2)),
+        "max_entries": (8, nonnegative_int),
     },
-    "ls": {"distance": (1, one_of(1, 2))},
+    "ls": {"distance": (1, one_of(1, 2)), "max_entries": (8, nonnegative_int)},
     "ideal-exact": {"drop": (0.0, nonnegative_float)},
 }
 
@@ -103,7 +104,9 @@ def relaxed_test_vectors(A, smoother, count, steps, rng, start=None):
     complex_ = np.iscomplexobj(A.data) or (start is not None and np.iscomplexobj(start))
     if start is not None:
         count = start.shape[1]
-    V = np.empty((n, count), np.complex128 if complex_ else np.float64)
+    # Stored in single precision: they only shape the least-squares fits (which form their
+    # normal equations in double), and they are the setup's largest arrays.
+    V = np.empty((n, count), np.complex64 if complex_ else np.float32)
     for lo in range(0, count, RELAX_COLUMNS):
         hi = min(count, lo + RELAX_COLUMNS)
         if start is not None:
@@ -117,7 +120,7 @@ def relaxed_test_vectors(A, smoother, count, steps, rng, start=None):
         V[:, lo:hi] = X
     norms = np.linalg.norm(V, axis=0)
     norms[norms == 0] = 1.0
-    V /= norms
+    V /= norms.astype(V.dtype)
     return V
 
 
@@ -163,7 +166,7 @@ class RowFit:
     def __init__(self, pattern, targets, samples, mu=0.0):
         self.nnz = pattern.nnz
         self.mu = mu
-        self.dtype = np.result_type(targets.dtype, samples.dtype)
+        self.dtype = np.result_type(targets.dtype, samples.dtype, np.float64)
         self.groups = []
         counts = np.diff(pattern.indptr)
         m = samples.shape[1]
@@ -175,14 +178,19 @@ class RowFit:
             for lo in range(0, rows_all.size, batch):
                 rows = rows_all[lo : lo + batch]
                 where = pattern.indptr[rows][:, None] + np.arange(p)
-                X = samples[pattern.indices[where]]  # (r, p, m)
+                X = samples[pattern.indices[where]].astype(self.dtype)  # (r, p, m)
                 Xc = X.conj()
                 G = Xc @ X.transpose(0, 2, 1)
-                rhs = np.einsum("rpm,rm->rp", Xc, targets[rows])
+                rhs = np.einsum("rpm,rm->rp", Xc, targets[rows].astype(self.dtype))
                 scale = np.einsum("rpp->r", G).real / p
                 scale[scale == 0] = 1.0
                 G += ((FIT_REGULARIZATION + mu) * scale)[:, None, None] * np.eye(p)
-                self.groups.append((where, np.linalg.inv(G), rhs, mu * scale))
+                # The inverses are kept in single precision: the weights need no more,
+                # and these are nf p² numbers.
+                inverse = np.linalg.inv(G).astype(
+                    np.complex64 if G.dtype.kind == "c" else np.float32
+                )
+                self.groups.append((where.astype(np.int32), inverse, rhs, mu * scale))
 
     def solve(self, prior=None):
         """The weights, aligned with the pattern's entries; ``prior`` likewise."""
@@ -190,7 +198,7 @@ class RowFit:
         for where, Ginv, rhs, pull in self.groups:
             if prior is not None and self.mu > 0:
                 rhs = rhs + pull[:, None] * prior[where]
-            out[where] = np.einsum("rpq,rq->rp", Ginv, rhs)
+            out[where] = np.einsum("rpq,rq->rp", Ginv.astype(rhs.dtype), rhs)
         return out
 
 
@@ -203,6 +211,24 @@ def fit_rows(pattern, targets, samples, prior=None, mu=0.0):
         The weights, aligned with the pattern's entries.
     """
     return RowFit(pattern, targets, samples, mu).solve(prior)
+
+
+def cap_pattern(pattern, scores, max_entries):
+    """Keep, in each row of the pattern, the ``max_entries`` entries of largest |score|
+    (scores aligned with the pattern's entries); 0 keeps everything."""
+    counts = np.diff(pattern.indptr)
+    if max_entries <= 0 or counts.max(initial=0) <= max_entries:
+        return pattern
+    rows = np.repeat(np.arange(pattern.shape[0]), counts)
+    order = np.lexsort((-np.abs(scores), rows))
+    rank = np.empty(pattern.nnz, np.int64)
+    rank[order] = np.arange(pattern.nnz) - pattern.indptr[rows[order]]
+    keep = rank < max_entries
+    capped = sp.csr_array(
+        (np.ones(int(keep.sum())), (rows[keep], pattern.indices[keep])), shape=pattern.shape
+    )
+    capped.sort_indices()
+    return capped
 
 
 def values_on_pattern(M, pattern):
@@ -243,18 +269,23 @@ def interpolation(A, splitting, V, name, params):
         return ideal_exact_weights(A, F, C, params["drop"])
     pattern = interpolation_pattern(A, F, C, params["distance"])
     Vf, Vc = V[F], V[C]
+    AF = A[F]
+    Aff, Afc = sp.csr_array(AF[:, F]), sp.csr_array(AF[:, C])
+    d = Aff.diagonal()
+    if np.any(d == 0):
+        raise InvalidInputError(
+            "an F point has a zero diagonal entry, so the F-relaxation and the ideal "
+            "correction cannot use it; try coarsening='cr' (which keeps such points C)"
+        )
+    dinv = sp.diags_array(1.0 / d)
+    if params.get("max_entries"):
+        # Rank the pattern's entries by two Jacobi steps towards the ideal weights.
+        W1 = -(dinv @ Afc)
+        W2 = W1 - dinv @ (Afc + Aff @ W1)
+        pattern = cap_pattern(pattern, values_on_pattern(W2, pattern), params["max_entries"])
     if name == "ls":
         data = fit_rows(pattern, Vf, Vc)
     else:
-        AF = A[F]
-        Aff, Afc = sp.csr_array(AF[:, F]), sp.csr_array(AF[:, C])
-        d = Aff.diagonal()
-        if np.any(d == 0):
-            raise InvalidInputError(
-                "an F point has a zero diagonal entry, so the F-relaxation and the ideal "
-                "correction cannot use it; try coarsening='cr' (which keeps such points C)"
-            )
-        dinv = sp.diags_array(1.0 / d)
         fit = RowFit(pattern, Vf, Vc, params["mu"])
         # The first prior is one Jacobi step from zero, −D_ff⁻¹ A_fc; each further step
         # is a Jacobi step on A_ff W = −A_fc from the last fit.
