@@ -7,7 +7,7 @@ Usage::
         [--media constant,wedge] [--ppw 10] [--methods ml,sl,direct,twogrid] [--runs 1]
         [--ml-options JSON] [--sl-basis-gib 4] [--twogrid-max 300000] [--timeout 3600]
         [--json out.json] [--markdown out.md] [--plot docs/multilevel_iterations.png]
-        [--merge earlier.json ...]
+        [--merge earlier.json ...] [--report]
 
 For each medium, wavenumber and method: iterations of right-preconditioned GMRES to a
 relative residual of 1e-6 from zero (one preconditioner application per iteration; the
@@ -27,7 +27,8 @@ that run's own; times and peaks are medians of ``--runs`` runs. Methods:
   and A_ff, so it runs up to ``--twogrid-max`` unknowns.
 
 The table prints as the runs finish; ``--markdown``/``--json`` write it, ``--plot`` draws
-iterations against k (with the results of ``--merge`` files, e.g. 2D and 3D runs).
+iterations against k. ``--merge`` adds earlier JSON results (e.g. 2D and 3D runs) to the
+table and the plot; ``--report`` only combines them, without running anything.
 """
 
 import argparse
@@ -276,9 +277,10 @@ def table_rows(results):
             its += " (not converged)"
         note = ""
         if r["method"] == "ml":
-            note = f"{r['levels']} levels, OC {r['operator_complexity']:.2f}"
-        elif r["method"] == "sl" and r.get("restart"):
-            note = f"GMRES({r['restart']})"
+            cycles = "/".join(str(c) for c in r["cycles_per_level"])
+            note = f"{r['levels']} levels, OC {r['operator_complexity']:.2f}, cycles {cycles}"
+        elif r["method"] == "sl" and r.get("restart") and r["iterations"] > r["restart"]:
+            note = f"GMRES({r['restart']}), restarted"
         elif r["method"] == "twogrid":
             note = f"coarse grid {r['coarse_size']}"
         rows.append(
@@ -302,6 +304,7 @@ def plot(results, path):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     groups = sorted({(r["dims"], r["medium"]) for r in results})
     fig, axes = plt.subplots(1, len(groups), figsize=(4.6 * len(groups), 3.8), squeeze=False)
@@ -318,9 +321,14 @@ def plot(results, path):
             if pts:
                 ks, its = zip(*pts, strict=True)
                 ax.plot(ks, its, style, label=LABELS[method])
+        ks = sorted({r["k"] for r in results if (r["dims"], r["medium"]) == (dims, medium)})
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
+        ax.set_xticks(ks, [str(k) for k in ks])
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        ax.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
         ax.set_xlabel("wavenumber k (10 points per wavelength)")
+        ax.set_ylim(bottom=1)
         ax.set_ylabel("GMRES iterations to 1e-6")
         ax.set_title(f"{dims}D, {medium} medium")
         ax.grid(True, which="both", alpha=0.3)
@@ -353,7 +361,12 @@ def main():
     p.add_argument("--json")
     p.add_argument("--markdown")
     p.add_argument("--plot")
-    p.add_argument("--merge", nargs="*", default=[], help="JSON results to add to the plot")
+    p.add_argument(
+        "--merge", nargs="*", default=[], help="JSON results to add to the table and the plot"
+    )
+    p.add_argument(
+        "--report", action="store_true", help="no runs: the table and plot of --merge files"
+    )
     args = p.parse_args()
     reexec_without_slow_env()
     # The direct solve first: the others' rows compare with it as they print.
@@ -363,8 +376,11 @@ def main():
         raise SystemExit(f"unknown method(s) {bad}; known: {list(METHODS)}")
     options = json.loads(args.ml_options)
     results = []
+    merged = []
+    for name in args.merge:
+        merged += json.loads(Path(name).read_text())["results"]
     print(HEADER, flush=True)
-    for medium in args.media.split(","):
+    for medium in [] if args.report else args.media.split(","):
         for k in (float(s) for s in args.k.split(",")):
             k = int(k) if k == int(k) else k
             for method in methods:
@@ -385,18 +401,18 @@ def main():
                 result["medium"] = medium
                 results.append(result)
                 print(table_rows(results)[-1], flush=True)
-    rows = table_rows(results)
-    if args.markdown:
-        Path(args.markdown).write_text(HEADER + "\n" + "\n".join(rows) + "\n")
     if args.json:
         Path(args.json).write_text(
             json.dumps({"options": options, "ppw": args.ppw, "results": results}, indent=1)
         )
+    everything = merged + results
+    if args.report:
+        print("\n".join(table_rows(everything)))
+    if args.markdown:
+        rows = table_rows(everything)
+        Path(args.markdown).write_text(HEADER + "\n" + "\n".join(rows) + "\n")
     if args.plot:
-        merged = list(results)
-        for name in args.merge:
-            merged += json.loads(Path(name).read_text())["results"]
-        plot(merged, args.plot)
+        plot(everything, args.plot)
 
 
 if __name__ == "__main__":
