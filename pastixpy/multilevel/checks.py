@@ -63,12 +63,3 @@ def is_symmetric(A, tol=SYMMETRY_TOL):
     D = abs(A - A.T)
     scale = abs(A).max() if A.nnz else 0.0
     return D.nnz == 0 or D.max() <= tol * scale
-
-
-def check_positive_int(value, argname, minimum=1):
-    """An integer option at least ``minimum``, or an InvalidInputError naming it."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise InvalidInputError(f"{argname} must be an integer >= {minimum}, got {value!r}")
-    if value < minimum:
-        raise InvalidInputError(f"{argname} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
