@@ -24,6 +24,7 @@ def _check_built():
 
 _check_built()
 
+from . import multilevel as multilevel  # noqa: E402
 from .analysis import Analysis, analyze  # noqa: E402
 from .api import Factorization, PastixWarning, factorize, factorized, spsolve  # noqa: E402
 from .errors import (  # noqa: E402

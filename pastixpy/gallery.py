@@ -316,6 +316,184 @@ def _helmholtz(n, dims, ppw, dtype):
     return A
 
 
+@dataclass(frozen=True)
+class HelmholtzProblem:
+    """A finite-difference Helmholtz problem made by :func:`helmholtz_fd`.
+
+    Attributes
+    ----------
+    A : scipy.sparse.csc_array
+        ``L − diag(k(x)²)``, complex symmetric.
+    b : ndarray
+        The point source: ``1 / h^dims`` at :attr:`source`, zero elsewhere.
+    laplacian : scipy.sparse.csc_array
+        L: the 5-point (7-point) ``−Δ`` with the absorbing boundary terms, which
+        depend on k at the boundary.
+    k : ndarray
+        k(x) = ω / c(x) at each unknown.
+    omega : float
+        The angular frequency (the velocities are relative to the slowest one).
+    h : float
+        Grid step; the grid has ``n = 1/h − 1`` interior points per direction.
+    shape : tuple of int
+        ``(n, n)`` or ``(n, n, n)``, unknowns in C order (x slowest, depth last).
+    medium : str
+        ``"constant"``, ``"wedge"`` or ``"callable"``.
+    source : int
+        Index of the source's grid point.
+    ppw : float
+        Points per wavelength at the largest k.
+    """
+
+    A: object
+    b: np.ndarray
+    laplacian: object
+    k: np.ndarray
+    omega: float
+    h: float
+    shape: tuple
+    medium: str
+    source: int
+    ppw: float
+
+    @property
+    def k_max(self):
+        return float(self.k.max())
+
+
+def wedge_velocity(*coords):
+    """The wedge medium on the unit square (cube): three layers with velocities 1.5, 1.0
+    and 2.0 from the top, separated by two slanted interfaces, at depths ``0.4 − 0.2 x``
+    and ``0.5 + 0.3 x`` (x the first coordinate, depth the last), so that the middle,
+    slowest layer is a wedge opening towards x = 1.
+
+    Examples
+    --------
+    >>> wedge_velocity(np.array([0.5, 0.5, 0.5]), np.array([0.1, 0.45, 0.9]))
+    array([1.5, 1. , 2. ])
+    """
+    x, depth = coords[0], coords[-1]
+    first = 0.4 - 0.2 * x
+    second = 0.5 + 0.3 * x
+    return np.where(depth < first, 1.5, np.where(depth < second, 1.0, 2.0))
+
+
+def helmholtz_fd(k, *, dims=2, ppw=10, medium="constant", source="point", dtype=np.complex128):
+    """Finite-difference Helmholtz ``−Δu − k(x)²u = f`` on the unit square (cube) with a
+    first-order absorbing boundary and a point source.
+
+    The grid step is chosen from the points per wavelength at the largest wavenumber,
+    ``k``: ``n = round(ppw k / 2π) − 1`` interior points per direction, ``h = 1/(n+1)``
+    (so ``helmholtz_fd(k).A`` is :func:`helmholtz2d` of that n, up to the rounding of k).
+    In a heterogeneous medium the velocity c(x) is relative to the slowest one, the
+    angular frequency is ``ω = k`` and ``k(x) = ω / c(x) <= k``. The boundary condition
+    ``du/dn − i k u = 0`` is discretized one-sidedly and eliminated into the diagonal
+    with the local k (as in :func:`helmholtz2d`), so A is complex symmetric. The source
+    is a unit point source, ``1/h^dims`` at the grid point nearest the centre (or, in
+    the wedge, nearest ``(0.5, ..., 0.1)``: mid-width near the top).
+
+    Parameters
+    ----------
+    k : float
+        The largest wavenumber in the medium, > 0.
+    dims : {2, 3}
+    ppw : float
+        Points per wavelength at the largest k.
+    medium : {"constant", "wedge"} or callable
+        ``"wedge"``: :func:`wedge_velocity`. A callable ``c(x, y[, z])`` gets the
+        coordinates of the grid points (arrays in (0, 1)) and returns positive
+        velocities; they are scaled by their minimum.
+    source : {"point", None}
+        None gives a zero right-hand side.
+    dtype : complex64 or complex128
+
+    Returns
+    -------
+    HelmholtzProblem
+
+    Examples
+    --------
+    >>> p = helmholtz_fd(20)
+    >>> p.shape, p.A.shape, round(p.h, 4)
+    ((31, 31), (961, 961), 0.0312)
+    >>> float(abs(p.A - p.A.T).max())
+    0.0
+    >>> w = helmholtz_fd(20, medium="wedge")
+    >>> round(w.k_max, 1), round(float(w.k.min()), 1)
+    (20.0, 10.0)
+    """
+    if dims not in (2, 3):
+        raise ValueError(f"dims must be 2 or 3, got {dims!r}")
+    if not (np.isfinite(k) and k > 0):
+        raise ValueError(f"k must be a positive number, got {k!r}")
+    if not (np.isfinite(ppw) and ppw > 0):
+        raise ValueError(f"ppw (points per wavelength) must be positive, got {ppw!r}")
+    if source not in ("point", None):
+        raise ValueError(f"source must be 'point' or None, got {source!r}")
+    dt = _check_dtype(dtype, "complex")
+    n = max(2, int(round(ppw * k / (2 * np.pi))) - 1)
+    h = 1.0 / (n + 1)
+    shape = (n,) * dims
+    coords = [(g + 1) * h for g in np.indices(shape).reshape(dims, -1)]
+    if callable(medium):
+        c = np.asarray(medium(*coords), dtype=np.float64)
+        if c.shape != coords[0].shape or not np.all(np.isfinite(c)) or np.any(c <= 0):
+            raise ValueError("medium(x, ...) must return a positive finite velocity per point")
+        name = "callable"
+    elif medium == "constant":
+        c, name = np.ones(n**dims), "constant"
+    elif medium == "wedge":
+        c, name = wedge_velocity(*coords), "wedge"
+    else:
+        raise ValueError(f"medium must be 'constant', 'wedge' or a callable, got {medium!r}")
+    c = c / c.min()
+    omega = float(k)
+    kx = omega / c
+    # -Δ with the absorbing boundary: u_b = u_0 / (1 − i k h) eliminated on each side.
+    t = sp.diags_array(
+        [-np.ones(n - 1), 2 * np.ones(n), -np.ones(n - 1)], offsets=[-1, 0, 1], dtype=np.complex128
+    )
+    eye = sp.eye_array(n, dtype=np.complex128)
+    terms = []
+    for axis in range(dims):
+        term = sp.eye_array(1, dtype=np.complex128)
+        for other in range(dims):
+            term = sp.kron(term, t if other == axis else eye)
+        terms.append(term)
+    grid = np.indices(shape).reshape(dims, -1)
+    sides = ((grid == 0) | (grid == n - 1)).sum(axis=0) + ((grid == 0) & (grid == n - 1)).sum(
+        axis=0
+    )
+    robin = sides / (1.0 - 1j * kx * h)
+    L = (sum(terms[1:], terms[0]) - sp.diags_array(robin)) / h**2
+    L = sp.csc_array(L.astype(dt))
+    L.sum_duplicates()
+    L.sort_indices()
+    A = sp.csc_array(L - sp.diags_array((kx**2).astype(dt)))
+    A.sum_duplicates()
+    A.sort_indices()
+    if name == "wedge":
+        where = [n // 2] * (dims - 1) + [int(round(0.1 / h)) - 1]
+    else:
+        where = [n // 2] * dims
+    src = int(np.ravel_multi_index(tuple(where), shape))
+    b = np.zeros(n**dims, dt)
+    if source == "point":
+        b[src] = 1.0 / h**dims
+    return HelmholtzProblem(
+        A=A,
+        b=b,
+        laplacian=L,
+        k=kx,
+        omega=omega,
+        h=h,
+        shape=shape,
+        medium=name,
+        source=src,
+        ppw=2 * np.pi / (float(kx.max()) * h),
+    )
+
+
 def _wind(points, peclet, wind):
     """The convection velocity at ``points`` (shape (3, ...)), as 3 arrays."""
     x, y, z = points
@@ -530,6 +708,14 @@ PROBLEMS = {
             1,
             "csym",
             lambda shape: helmholtz3d(shape[0], ppw=10),
+        ),
+        Problem(
+            "wedge2d",
+            "2D Helmholtz, wedge medium (velocities 1.5/1.0/2.0), SIZE² points, 10 per "
+            "wavelength in the slowest layer, absorbing boundary (complex)",
+            1,
+            "csym",
+            lambda shape: helmholtz_fd(2 * np.pi * (shape[0] + 1) / 10, medium="wedge").A,
         ),
         Problem(
             "convdiff3d",
