@@ -24,6 +24,8 @@ from pastixpy.errors import InvalidInputError, NotPositiveDefiniteError, OptionE
 from pastixpy.gallery import elasticity3d, laplacian
 from pastixpy.numeric import PanelLayout
 
+from conftest import MATRIX_DIR, shared_matrix_names
+
 HERE = Path(__file__).resolve().parent
 
 
@@ -329,6 +331,38 @@ def test_under_mpiexec(ranks, tmp_path):
     # The mapping evens the work out; on a problem this small the entries follow
     # loosely (benchmarks/distributed.py measures the shares on 60³).
     assert max(result["shares"]) <= (0.7 if ranks == 2 else 0.45)
+
+
+@needs_mpi
+@pytest.mark.skipif(not MATRIX_DIR.is_dir(), reason=f"{MATRIX_DIR} not found")
+def test_shared_matrices_under_mpiexec(tmp_path):
+    """Every shared matrix under ``mpiexec -n 2``: the outcome of one process (the same
+    error where it refuses the matrix), to a backward error of 1e-14 or one process's."""
+    out = tmp_path / "result.json"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+    proc = subprocess.run(
+        [
+            MPIEXEC,
+            "-n",
+            "2",
+            sys.executable,
+            str(HERE / "mpi_shared.py"),
+            str(MATRIX_DIR),
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(out.read_text())
+    assert sorted(result) == shared_matrix_names()
+    for name, got in result.items():
+        (one, one_error), (many, many_error) = got["one"], got["ranks"]
+        assert many_error == one_error, name
+        if one_error is None:
+            assert many <= max(1e-14, 2 * one), (name, many, one)
 
 
 @needs_mpi
