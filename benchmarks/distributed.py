@@ -16,8 +16,9 @@ run's, and the bytes the ranks sent. Ratios are medians of per-run ratios to ``1
 Model (``--model``, from the analysis alone): for each number of nodes P, the mapping
 (proportional mapping) and each rank's schedule give the factor entries of the
 largest rank, its fan-in panels, and the bytes sent; the time is a simulation of the
-schedules: each rank factors its cblks in order at the one-process rate measured here
-(GFLOP/s of a 1x1 run on the same problem, or ``--gflops``), a cblk waiting for the
+schedules: each rank factors its cblks in order at ``--gflops`` (default 30) of the
+mapping's work estimate (``cblk_work``: the seconds are nominal, the speed-ups are what
+compares with measured runs), a cblk waiting for the
 fan-in sums of other ranks, each message taking latency + bytes / bandwidth
 (``--latency``, ``--bandwidth``: 2 µs and 10 GB/s, an InfiniBand-class network;
 ``--shared`` takes shared-memory values to check the model against the measured runs).
