@@ -42,6 +42,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from worker import memory, reset_peak
 
 MARK = "@@RESULT@@"
 MiB = 2**20
@@ -57,23 +58,6 @@ LABELS = {
 
 
 # ----------------------------------------------------------------------------- worker
-
-
-def memory():
-    """(VmRSS, VmHWM) of this process in bytes (Linux)."""
-    with open("/proc/self/status") as fh:
-        d = dict(line.split(":", 1) for line in fh if line.startswith("Vm"))
-    return int(d["VmRSS"].split()[0]) * 1024, int(d["VmHWM"].split()[0]) * 1024
-
-
-def reset_peak():
-    """Reset VmHWM to the current RSS (Linux >= 4.0)."""
-    try:
-        with open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")
-        return True
-    except OSError:
-        return False
 
 
 def as_options(value):
