@@ -11,6 +11,8 @@ column for several right-hand sides.
 import numpy as np
 import scipy.sparse.linalg as sla
 
+from .krylov import fgmres
+
 #: Refinement stops at this many units of roundoff of backward error (the precision's
 #: floor): steps below it change the last bits only.
 FLOOR = 10
@@ -140,10 +142,14 @@ def _krylov(op, solve, b, x, norm_a, tol, berr, maxiter, method):
     """GMRES/CG on each column whose backward error is above ``tol``."""
     n = b.shape[0]
     dtype = x.dtype
-    A = sla.LinearOperator((n, n), matvec=lambda v: op.matvec(v.reshape(n, 1)).ravel(), dtype=dtype)
-    # solve() may overwrite its argument: the Krylov method's own vector is copied.
+    # The Krylov method's vectors are at least double precision: both operators take
+    # them in x's precision (the factors' and the kernels'), solve() a copy of its
+    # argument, which it may overwrite.
+    A = sla.LinearOperator(
+        (n, n), matvec=lambda v: op.matvec(v.reshape(n, 1).astype(dtype)).ravel(), dtype=dtype
+    )
     M = sla.LinearOperator(
-        (n, n), matvec=lambda v: solve(v.reshape(n, 1).copy()).ravel(), dtype=dtype
+        (n, n), matvec=lambda v: solve(v.reshape(n, 1).astype(dtype)).ravel(), dtype=dtype
     )
     iterations = 0
     for j in np.flatnonzero(berr > tol):
@@ -160,10 +166,19 @@ def _krylov(op, solve, b, x, norm_a, tol, berr, maxiter, method):
                 A, b[:, j], x0=x[:, j], rtol=0.0, atol=atol, maxiter=maxiter, M=M, callback=tick
             )
         else:
-            xj, its = right_gmres(
-                A.matvec, M.matvec, b[:, j], x[:, j], atol, restart=30, maxiter=maxiter
+            # Right-preconditioned: the true residual is the one minimised, and each
+            # iteration costs one solve (scipy's gmres would add two per restart).
+            xj, _ = fgmres(
+                A,
+                b[:, j],
+                x[:, j],
+                M=M,
+                rtol=0.0,
+                atol=atol,
+                restart=30,
+                maxiter=maxiter,
+                callback=tick,
             )
-            count[0] += its
         iterations += count[0]
         xj = xj.reshape(n, 1).astype(dtype, copy=False)
         e = backward_error(op, xj, b[:, j : j + 1], norm_a)[0]
@@ -171,94 +186,3 @@ def _krylov(op, solve, b, x, norm_a, tol, berr, maxiter, method):
             x[:, j] = xj[:, 0]
             berr[j] = e
     return x, berr, iterations
-
-
-def right_gmres(matvec, psolve, b, x0, atol, restart=30, maxiter=300):
-    """GMRES preconditioned on the right: x = x0 + M y, y minimising ‖b − A x‖₂.
-
-    The residual it minimises is the true one (left preconditioning, scipy's, measures
-    M's), and each iteration applies M once: the directions z = M v are kept, so no
-    solve forms the update (scipy's also applies M to b and to the first residual,
-    two solves more, which is most of a refinement that converges in two or three
-    iterations). Krylov vectors are made as needed, not ``restart`` of them up front.
-
-    Parameters
-    ----------
-    matvec, psolve : callable
-        A v and M v on 1-D arrays (``psolve`` may not overwrite its argument).
-    b, x0 : ndarray (n,)
-    atol : float
-        Stop when ‖b − A x‖₂ is at most this.
-    restart : int
-        Iterations per cycle; the true residual is recomputed between cycles.
-    maxiter : int
-        Iterations in all.
-
-    Returns
-    -------
-    x : ndarray
-    iterations : int
-    """
-    dtype = np.result_type(b, x0)
-    x = np.array(x0, dtype=dtype)
-    r = b - matvec(x)
-    beta = np.linalg.norm(r)
-    iterations = 0
-    while iterations < maxiter and beta > atol:
-        previous = beta
-        m = min(restart, maxiter - iterations)
-        V, Z = [r / beta], []
-        H = np.zeros((m + 1, m), dtype=dtype)
-        g = np.zeros(m + 1, dtype=dtype)
-        g[0] = beta
-        cs = np.zeros(m)
-        sn = np.zeros(m, dtype=dtype)
-        k = 0
-        while k < m:
-            Z.append(psolve(V[k]))
-            w = matvec(Z[k])
-            h0 = np.linalg.norm(w)
-            for i in range(k + 1):  # modified Gram-Schmidt
-                H[i, k] = np.vdot(V[i], w)
-                w -= H[i, k] * V[i]
-            h = np.linalg.norm(w)
-            if h <= np.finfo(dtype).eps * h0:
-                h = 0.0  # the Krylov space is invariant (A M singular on it, or x found)
-            H[k + 1, k] = h
-            for i in range(k):  # the earlier rotations
-                a, c = H[i, k], H[i + 1, k]
-                H[i, k] = cs[i] * a + sn[i] * c
-                H[i + 1, k] = -np.conj(sn[i]) * a + cs[i] * c
-            cs[k], sn[k], H[k, k] = _givens(H[k, k], h)
-            H[k + 1, k] = 0
-            g[k + 1] = -np.conj(sn[k]) * g[k]
-            g[k] = cs[k] * g[k]
-            k += 1
-            iterations += 1
-            if abs(g[k]) <= atol or h == 0:
-                break
-            V.append(w / h)
-        R, rhs = H[:k, :k], g[:k]
-        if not (np.isfinite(R).all() and np.isfinite(rhs).all()):
-            break  # a NaN or Inf from the operator: no direction to take
-        # Least squares, not a triangular solve: where A (or M) is singular the last
-        # pivots are rounding, which would blow the step up.
-        y = np.linalg.lstsq(R, rhs, rcond=None)[0]
-        for i in range(k):
-            x += y[i] * Z[i]
-        r = b - matvec(x)
-        beta = np.linalg.norm(r)
-        if not beta < previous:  # a cycle that gained nothing: rounding's floor
-            break
-    return x, iterations
-
-
-def _givens(a, b):
-    """(c, s, ρ) with c real, [c s; −s̄ c] [a; b] = [ρ; 0] (b real, >= 0)."""
-    if b == 0:
-        return 1.0, 0.0, a
-    if a == 0:
-        return 0.0, 1.0, b
-    t = np.hypot(abs(a), b)
-    phase = a / abs(a)
-    return abs(a) / t, phase * b / t, phase * t

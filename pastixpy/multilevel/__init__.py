@@ -9,13 +9,13 @@ and :func:`direct_solver` are the classical baselines, and :class:`IdealTwoGrid`
 two-grid method that the construction approximates. See ``docs/multilevel.md``.
 """
 
+from ..krylov import fgmres, gmres_right
 from .baselines import (
     DirectSolver,
     ShiftedLaplacian,
     direct_solver,
     shifted_laplacian_preconditioner,
 )
-from .krylov import fgmres, gmres_right
 from .reference import IdealTwoGrid
 from .solver import MultilevelSolver, helmholtz_solver
 

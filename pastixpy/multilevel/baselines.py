@@ -18,8 +18,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InvalidInputError, OptionError
-from .checks import check_matrix, check_rhs
-from .krylov import _gmres
+from ..krylov import _gmres, check_rhs
+from .checks import check_matrix
 
 __all__ = ["DirectSolver", "ShiftedLaplacian", "direct_solver", "shifted_laplacian_preconditioner"]
 

@@ -1,9 +1,8 @@
-"""Input checks shared by the multilevel solver, its baselines and its Krylov methods."""
+"""Input checks shared by the multilevel solver and its baselines."""
 
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import InvalidInputError
 from ..matrix import canonical_csc
 
 #: Relative size of A − Aᵀ under which a matrix counts as (complex) symmetric.
@@ -36,26 +35,6 @@ def check_matrix(A, argname="A"):
     R.sum_duplicates()
     R.sort_indices()
     return R
-
-
-def check_rhs(b, n, argname="b"):
-    """A right-hand side as a 1-D array of length n, finite, in at least double precision."""
-    if sp.issparse(b):
-        b = b.toarray()
-    b = np.asarray(b)
-    if b.ndim == 2 and b.shape[1] == 1:
-        b = b[:, 0]
-    if b.ndim != 1 or b.shape[0] != n:
-        raise InvalidInputError(
-            f"{argname} must be a vector of length {n} (the order of A), got shape {b.shape}"
-        )
-    if b.dtype.kind not in "biufc":
-        raise InvalidInputError(f"{argname} has dtype {b.dtype}: give real or complex values")
-    if not np.isfinite(b).all():
-        raise InvalidInputError(
-            f"{argname} has a NaN or Inf at position {int(np.flatnonzero(~np.isfinite(b))[0])}"
-        )
-    return b.astype(np.promote_types(b.dtype, np.float64), copy=False)
 
 
 def is_symmetric(A, tol=SYMMETRY_TOL):

@@ -8,12 +8,12 @@ import numpy as np
 import scipy.sparse.linalg as sla
 
 from ..errors import OptionError
-from .checks import check_matrix, check_rhs
+from ..krylov import _gmres, check_rhs
+from .checks import check_matrix
 from .coarse import parse_coarse_solver
 from .coarsening import COARSENINGS
 from .cycle import Cycle, parse_cycle
 from .hierarchy import build_levels, operator_bytes
-from .krylov import _gmres
 from .options import parse
 from .smoothers import make_f_relaxation, make_smoother
 from .transfer import TRANSFERS, parse_test_vectors

@@ -1,11 +1,29 @@
-"""The refinement's own right-preconditioned GMRES (pastixpy.refine.right_gmres)."""
+"""The package's GMRES (pastixpy.krylov.fgmres) as refinement runs it: matrix and
+preconditioner as functions, an absolute tolerance, iterations counted by the callback."""
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pastixpy.refine import right_gmres
+from pastixpy.krylov import fgmres
+
+
+def right_gmres(matvec, psolve, b, x0, atol, restart=30, maxiter=300):
+    """(x, iterations) of fgmres called as pastixpy.refine calls it."""
+    count = []
+    x, _ = fgmres(
+        matvec,
+        b,
+        x0,
+        M=psolve,
+        rtol=0.0,
+        atol=atol,
+        restart=restart,
+        maxiter=maxiter,
+        callback=count.append,
+    )
+    return x, len(count)
 
 
 def _system(n, seed, complex_):

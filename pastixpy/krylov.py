@@ -1,21 +1,24 @@
-"""Right-preconditioned GMRES, flexible (FGMRES) or not, with scipy's calling conventions.
+"""Right-preconditioned GMRES, flexible (FGMRES) or not, with scipy's calling conventions:
+the package's one GMRES, which refinement (:mod:`pastixpy.refine`) and the multilevel
+solver (:mod:`pastixpy.multilevel`) both run.
 
 scipy's :func:`scipy.sparse.linalg.gmres` preconditions on the left, so the residual it
-tests is the preconditioned one, and it needs a fixed linear preconditioner. A multilevel
-cycle with inner Krylov iterations (the K-cycle) is neither: it changes with its input.
-:func:`fgmres` preconditions on the right, so the residual it minimizes and tests is the
-true one, ``‖b − A x‖``, and in its flexible form it keeps every preconditioned vector
-``z_j = M(v_j)``, so that ``M`` may change from one iteration to the next (Saad, 1993).
+tests is the preconditioned one, it needs a fixed linear preconditioner, and it applies
+M to b and to the first residual besides once per iteration (two solves more, which is
+most of a refinement that converges in two or three iterations). :func:`fgmres`
+preconditions on the right, so the residual it minimizes and tests is the true one,
+``‖b − A x‖``, applies M once per iteration, and in its flexible form keeps every
+preconditioned vector ``z_j = M(v_j)``, so that ``M`` may change from one iteration to
+the next (Saad, 1993): a multilevel cycle with inner Krylov iterations (the K-cycle).
 """
 
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as sla
 
-from ..errors import InvalidInputError, OptionError
-from .checks import check_rhs
+from .errors import InvalidInputError, OptionError
 
-__all__ = ["fgmres", "gmres_right"]
+__all__ = ["fgmres", "gmres_right", "check_rhs"]
 
 #: Basis vectors are stored in blocks of this many rows, so that the orthogonalization
 #: runs as matrix-vector products without a preallocated (restart × n) array.
@@ -42,6 +45,26 @@ def _operator(A, name, n=None):
         f"{name} must be a sparse matrix, a dense array, a LinearOperator or a callable, "
         f"got {type(A).__name__}"
     )
+
+
+def check_rhs(b, n, argname="b"):
+    """A right-hand side as a 1-D array of length n, finite, in at least double precision."""
+    if sp.issparse(b):
+        b = b.toarray()
+    b = np.asarray(b)
+    if b.ndim == 2 and b.shape[1] == 1:
+        b = b[:, 0]
+    if b.ndim != 1 or b.shape[0] != n:
+        raise InvalidInputError(
+            f"{argname} must be a vector of length {n} (the order of A), got shape {b.shape}"
+        )
+    if b.dtype.kind not in "biufc":
+        raise InvalidInputError(f"{argname} has dtype {b.dtype}: give real or complex values")
+    if not np.isfinite(b).all():
+        raise InvalidInputError(
+            f"{argname} has a NaN or Inf at position {int(np.flatnonzero(~np.isfinite(b))[0])}"
+        )
+    return b.astype(np.promote_types(b.dtype, np.float64), copy=False)
 
 
 class _Basis:
@@ -184,6 +207,7 @@ def _gmres(A, b, x0, M, rtol, atol, restart, maxiter, callback, callback_type, f
     if bnorm == 0.0:
         return np.zeros(n, dtype), 0, 0, history
     target = max(rtol * bnorm, atol)
+    eps = float(np.finfo(dtype).eps)
     r = b - matvec(x) if x.any() else b.astype(dtype)
     beta = float(np.linalg.norm(r))
     iterations = 0
@@ -208,8 +232,11 @@ def _gmres(A, b, x0, M, rtol, atol, restart, maxiter, callback, callback_type, f
             if flexible:
                 Z.append(z)
             w = np.asarray(matvec(z)).reshape(n).astype(dtype, copy=True)
+            h0 = float(np.linalg.norm(w))
             H[: j + 1, j] = V.project_out(w)
             hnext = float(np.linalg.norm(w))
+            if hnext <= eps * h0:
+                hnext = 0.0  # the Krylov space is invariant (A M singular on it, or x found)
             for i in range(j):
                 t = np.conj(cs[i]) * H[i, j] + np.conj(sn[i]) * H[i + 1, j]
                 H[i + 1, j] = -sn[i] * H[i, j] + cs[i] * H[i + 1, j]
@@ -228,35 +255,30 @@ def _gmres(A, b, x0, M, rtol, atol, restart, maxiter, callback, callback_type, f
             history.append(rel)
             if callback is not None and callback_type == "pr_norm":
                 callback(rel)
-            if abs(g[j]) <= target or hnext <= 1e-14 * rho:
+            if abs(g[j]) <= target or hnext == 0.0:
                 break
             V.append(w / hnext)
         if j == 0:
             return x, iterations, iterations, history
-        y = _back_substitute(H[:j, :j], g[:j])
+        R, rhs = H[:j, :j], g[:j]
+        if not (np.isfinite(R).all() and np.isfinite(rhs).all()):
+            return x, iterations, iterations, history  # a NaN or Inf from A or M
+        # Least squares, not a triangular solve: where A (or M) is singular the last
+        # pivots are rounding, which would blow the step up.
+        y = np.linalg.lstsq(R, rhs, rcond=None)[0]
         if flexible:
             update = np.zeros(n, dtype)
-            for zi, yi in zip(Z, y, strict=True):
+            for zi, yi in zip(Z[:j], y, strict=True):
                 update += yi * zi
         else:
             v = V.combine(y)
             update = v if precond is None else np.asarray(precond(v)).reshape(n)
         x = x + update
         r = b - matvec(x)
-        beta = float(np.linalg.norm(r))
+        previous, beta = beta, float(np.linalg.norm(r))
         if callback is not None and callback_type == "x":
             callback(x)
-        if beta > target and j < m and hnext <= 1e-14 * rho:
-            # Breakdown without convergence: the preconditioned operator is singular on
-            # the Krylov space; restarting from the new residual is all that is left.
-            if iterations >= maxiter:
-                return x, iterations, iterations, history
-
-
-def _back_substitute(R, g):
-    """Solve the upper triangular R y = g."""
-    j = R.shape[0]
-    y = np.zeros(j, R.dtype)
-    for i in range(j - 1, -1, -1):
-        y[i] = (g[i] - R[i, i + 1 :] @ y[i + 1 :]) / R[i, i]
-    return y
+        if beta > target and not beta < previous:
+            # A cycle that gained nothing (rounding's floor, or a breakdown of a singular
+            # preconditioned operator): another would gain nothing either.
+            return x, iterations, iterations, history
