@@ -744,7 +744,7 @@ def problem(spec, size=None):
     >>> problem("lap2d:3").shape
     (9, 9)
     >>> problem("elast3d", (2, 1, 1)).shape
-    (18, 18)
+    (24, 24)
     """
     name = spec
     if size is None:

@@ -1,0 +1,24 @@
+"""The examples in the docstrings of the installed package run and print what they say."""
+
+import doctest
+import importlib
+import pkgutil
+
+import pytest
+
+import pastixpy
+
+
+def _modules():
+    names = ["pastixpy"]
+    for info in pkgutil.walk_packages(pastixpy.__path__, "pastixpy."):
+        if not info.name.rsplit(".", 1)[-1].startswith("_") and info.name != "pastixpy.__main__":
+            names.append(info.name)
+    return sorted(names)
+
+
+@pytest.mark.parametrize("name", _modules())
+def test_docstring_examples(name):
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0, f"{name}: {result.failed} of {result.attempted} examples failed"
