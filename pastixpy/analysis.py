@@ -255,7 +255,7 @@ def analyze(
     Examples
     --------
     >>> import scipy.sparse as sp
-    >>> A = sp.diags([-1, 2, -1], [-1, 0, 1], shape=(100, 100), format="csc")
+    >>> A = sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(100, 100), format="csc")
     >>> an = analyze(A, ordering="natural")  # a tridiagonal matrix: no fill
     >>> an.stats["nnz_L"]
     199
