@@ -309,21 +309,29 @@ needs_mpi = pytest.mark.skipif(
 )
 
 
+def mpiexec(ranks, *args, cwd=None, timeout=300):
+    """``mpiexec -n ranks python args...``, one thread per rank; its stdout, once it
+    exited cleanly."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+    proc = subprocess.run(
+        [MPIEXEC, "-n", str(ranks), sys.executable, *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=cwd,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
+
+
 @needs_mpi
 @pytest.mark.parametrize("ranks", [2, 4])
 def test_under_mpiexec(ranks, tmp_path):
     """``mpiexec -n 2`` and ``-n 4`` (oversubscribed on small machines): LLᵀ, LDLᵀ and LU
     to a backward error of 1e-14, each rank holding its share."""
     out = tmp_path / "result.json"
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
-    proc = subprocess.run(
-        [MPIEXEC, "-n", str(ranks), sys.executable, str(HERE / "mpi_solve.py"), str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    mpiexec(ranks, HERE / "mpi_solve.py", out)
     result = json.loads(out.read_text())
     assert result["ranks"] == ranks
     for kind, berr in result["backward_error"].items():
@@ -339,23 +347,7 @@ def test_shared_matrices_under_mpiexec(tmp_path):
     """Every shared matrix under ``mpiexec -n 2``: the outcome of one process (the same
     error where it refuses the matrix), to a backward error of 1e-14 or one process's."""
     out = tmp_path / "result.json"
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
-    proc = subprocess.run(
-        [
-            MPIEXEC,
-            "-n",
-            "2",
-            sys.executable,
-            str(HERE / "mpi_shared.py"),
-            str(MATRIX_DIR),
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    mpiexec(2, HERE / "mpi_shared.py", MATRIX_DIR, out, timeout=600)
     result = json.loads(out.read_text())
     assert sorted(result) == shared_matrix_names()
     for name, got in result.items():
@@ -368,28 +360,8 @@ def test_shared_matrices_under_mpiexec(tmp_path):
 @needs_mpi
 def test_cli_under_mpiexec(tmp_path):
     """``mpiexec -n 2 python -m pastixpy solve``: one report, from rank 0."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
-    proc = subprocess.run(
-        [
-            MPIEXEC,
-            "-n",
-            "2",
-            sys.executable,
-            "-m",
-            "pastixpy",
-            "solve",
-            "--example",
-            "lap3d:12",
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-        cwd=tmp_path,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    report = json.loads(proc.stdout)
+    stdout = mpiexec(2, "-m", "pastixpy", "solve", "--example", "lap3d:12", "--json", cwd=tmp_path)
+    report = json.loads(stdout)
     assert report["backward_error"] <= 1e-14
     assert report["distributed"]["ranks"] == 2
 
