@@ -143,10 +143,12 @@ def _krylov(op, solve, b, x, norm_a, tol, berr, maxiter, method):
     n = b.shape[0]
     dtype = x.dtype
     # The Krylov method's vectors are at least double precision: both operators take
-    # them in x's precision (the factors' and the kernels'), solve() a copy of its
-    # argument, which it may overwrite.
+    # them in x's precision (the factors' and the kernels'); solve() always a copy,
+    # as it may overwrite its argument.
     A = sla.LinearOperator(
-        (n, n), matvec=lambda v: op.matvec(v.reshape(n, 1).astype(dtype)).ravel(), dtype=dtype
+        (n, n),
+        matvec=lambda v: op.matvec(v.reshape(n, 1).astype(dtype, copy=False)).ravel(),
+        dtype=dtype,
     )
     M = sla.LinearOperator(
         (n, n), matvec=lambda v: solve(v.reshape(n, 1).astype(dtype)).ravel(), dtype=dtype
