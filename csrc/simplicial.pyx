@@ -26,7 +26,7 @@ column-compressed, their row indices in pivot order once the factorization ends.
 import numpy as np
 
 cimport numpy as cnp
-from libc.math cimport INFINITY, fabs, isfinite, sqrt
+from libc.math cimport INFINITY, fabs, hypot, isfinite
 from libc.stdint cimport int64_t
 
 cnp.import_array()
@@ -47,7 +47,7 @@ cdef inline double magnitude(scalar_t v) noexcept nogil:
     if scalar_t is double:
         return fabs(v)
     else:
-        return sqrt(v.real * v.real + v.imag * v.imag)
+        return hypot(v.real, v.imag)  # range-safe: the squares would under/overflow
 
 
 cdef idx_t reach(idx_t col, const idx_t[::1] Ap, const idx_t[::1] Ai, idx_t[::1] Lp,

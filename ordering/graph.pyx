@@ -7,7 +7,7 @@ import numpy as np
 
 cimport numpy as cnp
 from libc.stdint cimport int64_t
-from libc.math cimport fabs, sqrt
+from libc.math cimport fabs, hypot
 from libc.stdlib cimport qsort
 
 cnp.import_array()
@@ -349,7 +349,7 @@ cdef inline double _absdiff(values_t a, values_t b) noexcept nogil:
     if values_t is float or values_t is double:
         return fabs(<double>a - <double>b)
     else:
-        return sqrt((<double>a.real - <double>b.real) ** 2 + (<double>a.imag - <double>b.imag) ** 2)
+        return hypot(<double>a.real - <double>b.real, <double>a.imag - <double>b.imag)
 
 
 cdef inline double _absdiff_conj(values_t a, values_t b) noexcept nogil:
@@ -357,14 +357,14 @@ cdef inline double _absdiff_conj(values_t a, values_t b) noexcept nogil:
     if values_t is float or values_t is double:
         return fabs(<double>a - <double>b)
     else:
-        return sqrt((<double>a.real - <double>b.real) ** 2 + (<double>a.imag + <double>b.imag) ** 2)
+        return hypot(<double>a.real - <double>b.real, <double>a.imag + <double>b.imag)
 
 
 cdef inline double _abs(values_t a) noexcept nogil:
     if values_t is float or values_t is double:
         return fabs(<double>a)
     else:
-        return sqrt(<double>a.real * <double>a.real + <double>a.imag * <double>a.imag)
+        return hypot(<double>a.real, <double>a.imag)
 
 
 cdef inline void _unpartnered(double a, double* asym_t, double* asym_h) noexcept nogil:
