@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import OptionError
+from .norms import norm2
 
 #: Clusters of about 160 to 320 unknowns, the sizes of PaStiX's block low-rank
 #: clustering: a tile much narrower costs more in BLAS calls on small factors than its
@@ -106,7 +107,7 @@ class Compression:
         """The tolerance each tile is compressed to, for the preprocessed matrix B."""
         if self.norm == "absolute":
             return self.tol
-        return self.tol * float(np.linalg.norm(B.data))
+        return self.tol * float(norm2(B.data))
 
     def candidates(self, layout):
         """Which cblks are compressed once factored (int8 mask): those at least

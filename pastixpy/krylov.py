@@ -17,6 +17,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as sla
 
 from .errors import InvalidInputError, OptionError
+from .norms import norm2
 
 __all__ = ["fgmres", "gmres_right", "check_rhs"]
 
@@ -202,14 +203,14 @@ def _gmres(A, b, x0, M, rtol, atol, restart, maxiter, callback, callback_type, f
     maxiter, restart = int(maxiter), int(restart)
     dtype = np.result_type(b.dtype, adtype, mdtype, np.float64)
     x = np.zeros(n, dtype) if x0 is None else check_rhs(x0, n, "x0").astype(dtype)
-    bnorm = float(np.linalg.norm(b))
+    bnorm = float(norm2(b))
     history = []
     if bnorm == 0.0:
         return np.zeros(n, dtype), 0, 0, history
     target = max(rtol * bnorm, atol)
     eps = float(np.finfo(dtype).eps)
     r = b - matvec(x) if x.any() else b.astype(dtype)
-    beta = float(np.linalg.norm(r))
+    beta = float(norm2(r))
     iterations = 0
     while True:
         if beta <= target:
@@ -232,9 +233,9 @@ def _gmres(A, b, x0, M, rtol, atol, restart, maxiter, callback, callback_type, f
             if flexible:
                 Z.append(z)
             w = np.asarray(matvec(z)).reshape(n).astype(dtype, copy=True)
-            h0 = float(np.linalg.norm(w))
+            h0 = float(norm2(w))
             H[: j + 1, j] = V.project_out(w)
-            hnext = float(np.linalg.norm(w))
+            hnext = float(norm2(w))
             if hnext <= eps * h0:
                 hnext = 0.0  # the Krylov space is invariant (A M singular on it, or x found)
             for i in range(j):
@@ -275,7 +276,7 @@ def _gmres(A, b, x0, M, rtol, atol, restart, maxiter, callback, callback_type, f
             update = v if precond is None else np.asarray(precond(v)).reshape(n)
         x = x + update
         r = b - matvec(x)
-        previous, beta = beta, float(np.linalg.norm(r))
+        previous, beta = beta, float(norm2(r))
         if callback is not None and callback_type == "x":
             callback(x)
         if beta > target and not beta < previous:

@@ -20,6 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InvalidInputError
+from ..norms import norm2
 from .options import fraction, grid_shape, optional
 
 __all__ = [
@@ -211,10 +212,10 @@ def f_relaxation_rate(A, fmask, steps=15, seed=0):
     rate = 0.0
     for _ in range(steps):
         w = v - (Aff @ v) / d
-        norm = np.linalg.norm(w)
+        norm = norm2(w)
         if norm == 0:
             return 0.0
-        rate = norm / np.linalg.norm(v)
+        rate = norm / norm2(v)
         v = w / norm
     return float(rate)
 

@@ -26,6 +26,7 @@ flexible outer Krylov method of :meth:`MultilevelSolver.solve`.
 
 import numpy as np
 
+from ..norms import norm2
 from .options import nonnegative_float, parse, positive_int
 
 __all__ = ["CYCLES", "Cycle"]
@@ -119,7 +120,7 @@ class Cycle:
         its cycle (no restart; the small least-squares problem is solved directly)."""
         A = self.levels[number].A
         m = self.inner
-        beta = float(np.linalg.norm(r))
+        beta = float(norm2(r))
         if beta == 0.0:
             return np.zeros_like(r)
         dtype = np.result_type(r.dtype, A.dtype)
@@ -138,13 +139,13 @@ class Cycle:
                     c = np.vdot(V[i], w)
                     H[i, j] += c
                     w = w - c * V[i]
-            H[j + 1, j] = np.linalg.norm(w)
+            H[j + 1, j] = norm2(w)
             steps = j + 1
             if abs(H[j + 1, j]) <= 1e-14 * abs(H[: j + 1, j]).max():
                 break
             if self.inner_rtol > 0 and j + 1 < m:
                 y, *_ = np.linalg.lstsq(H[: j + 2, : j + 1], e1[: j + 2], rcond=None)
-                if np.linalg.norm(H[: j + 2, : j + 1] @ y - e1[: j + 2]) <= self.inner_rtol * beta:
+                if norm2(H[: j + 2, : j + 1] @ y - e1[: j + 2]) <= self.inner_rtol * beta:
                     break
             V.append(w / H[j + 1, j])
         y, *_ = np.linalg.lstsq(H[: steps + 1, :steps], e1[: steps + 1], rcond=None)

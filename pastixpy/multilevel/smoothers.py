@@ -22,6 +22,7 @@ Each smoother works on one vector (n,) or a block of vectors (n, m) at once.
 import numpy as np
 import scipy.sparse as sp
 
+from ..norms import norm2
 from .options import fraction, nonnegative_int, parse, positive_float, positive_int
 
 __all__ = [
@@ -124,8 +125,8 @@ class KaczmarzSmoother:
         rho = 1.0
         for _ in range(12):
             w = self.AH @ (self.dinv * (A @ v))
-            rho = float(np.linalg.norm(w) / np.linalg.norm(v))
-            v = w / np.linalg.norm(w)
+            rho = float(norm2(w) / norm2(v))
+            v = w / norm2(w)
         self.step = self.omega / (1.05 * rho)
         return self
 
@@ -206,7 +207,7 @@ def minimal_residual_roots(A, degree, rng):
     if complex_:
         v = v + 1j * rng.standard_normal(n)
     dtype = v.dtype
-    V = [v / np.linalg.norm(v)]
+    V = [v / norm2(v)]
     H = np.zeros((degree + 1, degree), dtype)
     m = degree
     for j in range(degree):
@@ -216,7 +217,7 @@ def minimal_residual_roots(A, degree, rng):
                 c = np.vdot(V[i], w)
                 H[i, j] += c
                 w = w - c * V[i]
-        H[j + 1, j] = np.linalg.norm(w)
+        H[j + 1, j] = norm2(w)
         if abs(H[j + 1, j]) <= 1e-12 * max(1.0, abs(H[: j + 1, j]).max()):
             m = j + 1
             break

@@ -38,6 +38,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InvalidInputError
+from ..norms import column_norms
 from .options import nonnegative_float, nonnegative_int, one_of, parse, positive_int
 
 __all__ = [
@@ -118,7 +119,7 @@ def relaxed_test_vectors(A, smoother, count, steps, rng, start=None):
         for _ in range(steps):
             X = smoother.apply(A, 0.0, X)
         V[:, lo:hi] = X
-    norms = np.linalg.norm(V, axis=0)
+    norms = column_norms(V)
     norms[norms == 0] = 1.0
     V /= norms.astype(V.dtype)
     return V
