@@ -29,7 +29,12 @@ import numpy as np
 from ._graph import inf_norm
 from .analysis import analyze
 from .compression import compression_stats
-from .errors import MixedPrecisionError, NotPositiveDefiniteError, PatternMismatchError
+from .errors import (
+    MixedPrecisionError,
+    NotPositiveDefiniteError,
+    PatternMismatchError,
+    SingularMatrixError,
+)
 from .kinds import KINDS, indefinite_kind
 from .matrix import symmetric_pattern
 from .numeric import AssemblyMap, PanelLayout, factorize_numeric, is_small
@@ -227,7 +232,14 @@ def _attempt(C, plan, options, seconds, reuse):
     # Relative to B's largest entry, not to a row sum: a pivot is small next to the
     # entries it is eliminated against, and row sums grow with the row's length.
     eps = np.finfo(plan.factor_dtype).eps
-    pivot_tol = options.pivot_tol or np.sqrt(eps) * _norm_max(B)
+    norm_max = _norm_max(B)
+    if norm_max == 0 and C.shape[0]:
+        raise SingularMatrixError(
+            "the matrix is zero: every stored value is 0, so it is singular; check the "
+            "assembly of its values",
+            columns=list(range(C.shape[0])),
+        )
+    pivot_tol = options.pivot_tol or np.sqrt(eps) * norm_max
     seconds["preprocess"] += t3 - t2
     try:
         factors = factorize_numeric(
@@ -262,7 +274,8 @@ def _attempt(C, plan, options, seconds, reuse):
         perturbed_columns=tuple(analysis.perm[perturbed].tolist()),
         refine=refine,
         threads=1 if is_small(analysis) else options.threads,
-        gathers=pivot_order_gathers(prep, analysis, C.dtype),
+        gathers=pivot_order_gathers(prep, analysis.perm, analysis.iperm, C.dtype),
+        promote=options.precision != "single",
         exact=plan.exact,
         compressed=factors.storage.compressed_cblks > 0,
     )

@@ -4,7 +4,10 @@ For LU, a maximum-product matching permutes rows so that the diagonal holds
 large entries and its duals scale B to unit diagonal, off-diagonal entries at
 most 1 (MC64's job 5), then rows and columns are equilibrated; for symmetric
 indefinite matrices a symmetric equilibration is applied. The factored matrix
-is ``B = diag(dr) A[row_perm] diag(dc)``.
+is ``B = diag(dr) A[row_perm] diag(dc)``. Cholesky gets a symmetric scaling by powers
+of two to a unit-order diagonal (:func:`binary_diagonal_scaling`): its factors are A's
+with their exponents shifted, nothing rounded, and what is measured on B (pivot sizes,
+solution growth) or converted to single precision lies in range whatever A's scale.
 """
 
 from dataclasses import dataclass
@@ -33,6 +36,9 @@ class Preprocessing:
     dc: np.ndarray
     #: (m, 2) unknowns the analysis keeps together for 2x2 pivots (LDLᵀ), or None.
     pairs: np.ndarray | None = None
+    #: The scalings are powers of two: B's values are A's with their exponents shifted,
+    #: so scaling rounds nothing and calls for no refinement.
+    exact: bool = False
 
     @property
     def scaled(self):
@@ -52,8 +58,10 @@ class Preprocessing:
             new_row[self.row_perm] = np.arange(A.shape[0], dtype=np.int64)
             indices = new_row[indices]
         cols = np.repeat(np.arange(A.shape[1], dtype=np.int64), np.diff(A.indptr))
-        scale = (self.dr[indices] * self.dc[cols]).astype(A.dtype.char.lower())
-        data = A.data * scale
+        # Row factor, then column factor, in double, rounded to A's dtype at the end:
+        # dr_i dc_j alone may pass the largest float (tiny entries scaled by huge
+        # factors), and a single-precision matrix's factors its range.
+        data = ((A.data * self.dr[indices]) * self.dc[cols]).astype(A.dtype, copy=False)
         B = sp.csc_array((data, indices, A.indptr.astype(np.int64)), shape=A.shape)
         if self.row_perm is not None:
             B.has_sorted_indices = False
@@ -167,6 +175,36 @@ def matching_scaling(A):
     return row_perm, dr, dc
 
 
+def binary_diagonal_scaling(A):
+    """Powers of two d with d_i² |a_ii| in [1/2, 2): a symmetric scaling that rounds nothing.
+
+    For a positive definite A, ``|a_ij| <= sqrt(a_ii a_jj)``, so every entry of
+    ``diag(d) A diag(d)`` is at most 2 in magnitude, wherever A's entries lie between
+    the smallest and the largest float. A zero diagonal entry keeps d_i = 1; so does
+    every entry when the scaled matrix would hold a value beyond the range (A is then
+    not positive definite, and Cholesky will say so).
+
+    Returns
+    -------
+    d : ndarray of float64
+
+    Examples
+    --------
+    >>> binary_diagonal_scaling(sp.diags_array([4e-300, 9.0, 0.0])).tolist()
+    [1.6069380442589903e+149, 0.25, 1.0]
+    """
+    C = sp.csc_array(A)
+    diag = np.abs(C.diagonal()).astype(np.float64)
+    _, exponent = np.frexp(diag)  # diag = m 2^exponent, m in [1/2, 1)
+    d = np.where(diag > 0, np.ldexp(1.0, -(exponent // 2)), 1.0)
+    cols = np.repeat(np.arange(C.shape[1]), np.diff(C.indptr))
+    with np.errstate(over="ignore"):
+        scaled = np.abs(C.data) * (d[C.indices] * d[cols])
+    if not np.isfinite(scaled).all():
+        return np.ones(C.shape[0])
+    return d
+
+
 def equilibrate(A, symmetric, iterations=20, tol=1e-2, rows=None, weights=None):
     """Ruiz's iterative scaling: rows and columns of ``diag(dr) A diag(dc)`` get max |entry| ≈ 1.
 
@@ -267,14 +305,16 @@ def preprocess(A, kind, matching=True, scaling=True, row_perm=None, pairs=None):
     (when ``scaling``; see :func:`matching_scaling`), then row/column
     equilibration (a no-op after MC64's scaling unless that was not usable);
     LDLᵀ/LDLᴴ: symmetric equilibration, then 2x2 pivot pairs for weak
-    diagonals (when ``matching``; or the given ``pairs``); LLᵀ: none
-    (Cholesky needs no pivot help).
+    diagonals (when ``matching``; or the given ``pairs``); LLᵀ: the power-of-two
+    diagonal scaling of :func:`binary_diagonal_scaling` (when ``scaling``; Cholesky
+    needs no pivot help, only a range to work in).
     """
     n = A.shape[0]
     ones = np.ones(n)
     kind = KINDS[kind]
     if kind.definite:
-        return Preprocessing(None, ones, ones)
+        d = binary_diagonal_scaling(A) if scaling else ones
+        return Preprocessing(None, d, d, exact=True)
     dr0 = dc0 = None
     if row_perm is None and kind.two_factors and matching:
         if scaling:

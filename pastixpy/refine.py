@@ -160,8 +160,10 @@ def _krylov(op, solve, b, x, norm_a, tol, berr, maxiter, method):
         def tick(_, count=count):
             count[0] += 1
 
-        with np.errstate(over="ignore"):
+        with np.errstate(over="ignore", invalid="ignore"):
             scale = norm_a * np.abs(x[:, j]).max() + np.abs(b[:, j]).max()
+        if np.isnan(scale):
+            continue  # x holds a NaN: no Krylov method starts from it (berr stays inf)
         atol = 0.5 * tol * min(scale, np.finfo(np.float64).max)
         if method == "cg":
             xj, _ = sla.cg(

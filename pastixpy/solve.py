@@ -16,7 +16,8 @@ the matrix through a :class:`MatrixOperator`, nothing else.
 
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 import scipy.sparse.linalg as sla
@@ -99,6 +100,11 @@ class Solver:
     compressed : bool
         Block low-rank factors: they solve a matrix within the compression tolerance of
         A, so refinement always runs, by GMRES preconditioned by them ("auto").
+    promote : bool
+        A right-hand side in a higher precision than the matrix (float64 b, float32 A)
+        is solved in b's precision: the matrix, exact in it, with these factors refined
+        to its accuracy (:attr:`in_double`, mixed precision). False where single
+        precision was asked for.
     """
 
     kind: str
@@ -114,6 +120,7 @@ class Solver:
     gathers: dict
     exact: bool = True
     compressed: bool = False
+    promote: bool = True
 
     @property
     def dtype(self):
@@ -139,6 +146,11 @@ class Solver:
         """
         t0 = time.perf_counter()
         dtype = np.promote_types(self.dtype, b2.dtype)
+        if self.promote and _bits(dtype) > _bits(self.dtype):
+            return self.in_double.solve(b2, trans, warn)
+        # b converted to a lower precision (precision="single") is first brought into
+        # its range, column by column, by a power of two that x is divided by after.
+        b2, scales = into_range(b2, self.dtype)
         with blas_threads(self.threads):
             if np.iscomplexobj(b2) and not np.iscomplexobj(np.empty(0, self.dtype)):
                 # Real factors: the real and imaginary parts are two real systems.
@@ -149,7 +161,34 @@ class Solver:
             else:
                 x, berr, steps, used = self._checked(b2.astype(self.dtype, copy=False), trans, warn)
         info = SolveInfo(berr, steps, used, time.perf_counter() - t0)
-        return x.astype(dtype, copy=False), info
+        x = x.astype(dtype, copy=False)
+        if scales is not None:
+            x = x / scales
+            if not np.isfinite(x).all():
+                raise SingularMatrixError(
+                    f"the solution overflows {dtype}: its entries lie beyond the largest "
+                    "float; scale A or b"
+                )
+        return x, info
+
+    @cached_property
+    def in_double(self):
+        """This solver for right-hand sides in double precision: the matrix converted
+        (exactly) to float64 / complex128, the same factors, refined to double accuracy
+        as mixed precision is (the solver itself where it is already double)."""
+        double = np.dtype(np.complex128 if np.iscomplexobj(self.C.data) else np.float64)
+        if self.dtype == double:
+            return self
+        method, kw = self.refine
+        if method == "none":
+            method = "auto"
+        perm, iperm = self.gathers["N"][1], self.gathers["N"][2]
+        return replace(
+            self,
+            C=self.C.astype(double),
+            refine=(method, kw),
+            gathers=pivot_order_gathers(self.prep, perm, iperm, double),
+        )
 
     def _real_part(self, a):
         return np.ascontiguousarray(a, dtype=self.dtype)
@@ -218,7 +257,8 @@ class Solver:
         op = self.operator(trans)
         if method == "none":
             return x, backward_error(op, x, b, self.norm_a), 0, "none"
-        needed = bool(self.perturbed_columns) or self.prep.scaled or self.mixed
+        rounded = self.prep.scaled and not self.prep.exact  # B is not A up to exponents
+        needed = bool(self.perturbed_columns) or rounded or self.mixed
         needed = needed or not self.exact or self.compressed
         krylov = {"ir": None, "cg": "cg"}.get(method, "gmres")
         if method == "auto" and self.kind.definite and not self.mixed:
@@ -258,10 +298,13 @@ class Solver:
         op = "T" if trans == "T" and self.kind.two_factors else "N"
         out = R if overwrite and R.flags.c_contiguous and R.flags.writeable else None
         if self.mixed:
+            R = np.ascontiguousarray(R)
+            if not _fits_single(R, d_in):
+                return self._apply_inverse_in_range(R, op, into, back, inverse, d_in, d_out, out)
             # Gathered into pivot order and converted down in one pass, solved and scaled
             # in the factors' precision, gathered back and converted up in one pass.
             Y = np.empty(R.shape, self.factors.dtype)
-            _numeric.gather_rows_converted(np.ascontiguousarray(R), into, Y)
+            _numeric.gather_rows_converted(R, into, Y)
             if d_in is not None:
                 Y *= d_in
             self.factors.solve_inplace(Y, op)
@@ -279,6 +322,25 @@ class Solver:
         self.factors.solve_inplace(X, op)
         if d_out is not None:
             X *= d_out
+        return unpermute_rows(X, back, inverse, out=out)
+
+    def _apply_inverse_in_range(self, R, op, into, back, inverse, d_in, d_out, out):
+        """The mixed-precision solve of :meth:`apply_inverse` for an R whose scaled
+        columns lie outside single precision's range (entries near 1e±38 and beyond):
+        gathered and scaled in double, each column brought to a largest magnitude
+        in [1/2, 1) by a power of two before it is converted down, and the solution
+        scaled back in double."""
+        X = permuted_rows(R, into)
+        if d_in is not None:
+            X *= d_in
+        scales = _binary_scales(_numeric.column_max_abs(X))
+        X *= scales
+        Y = X.astype(self.factors.dtype)
+        self.factors.solve_inplace(Y, op)
+        X[...] = Y
+        if d_out is not None:
+            X *= d_out
+        X /= scales
         return unpermute_rows(X, back, inverse, out=out)
 
     def operator(self, trans):
@@ -418,6 +480,56 @@ class Solver:
         )
 
 
+#: Single precision's comfortable range for a right-hand side's largest magnitude: the
+#: solve's products may grow it by the factors' norms (order 1 after scaling) without
+#: leaving float32, whose range is about 1e±38.
+SINGLE_RANGE = (2.0**-60, 2.0**60)
+
+
+def _bits(dtype):
+    """The bits of one real component of ``dtype`` (32 for float32 and complex64)."""
+    return np.finfo(dtype).bits
+
+
+def _binary_scales(maxima):
+    """Powers of two s with s·maxima in [1/2, 1) (1 where a maximum is 0 or not finite)."""
+    maxima = np.asarray(maxima, dtype=np.float64)
+    ok = np.isfinite(maxima) & (maxima > 0)
+    _, exponent = np.frexp(np.where(ok, maxima, 1.0))
+    return np.where(ok, np.ldexp(1.0, -exponent), 1.0)
+
+
+def _fits_single(R, d):
+    """Whether R's columns, converted to single precision and then scaled by the rows'
+    ``d`` (None: 1), lie in :data:`SINGLE_RANGE` (bounds from R's column maxima and d's
+    extremes)."""
+    top = _numeric.column_max_abs(R) if R.size else np.zeros(1)
+    top = top[top > 0]
+    if not top.size:
+        return True
+    lo, hi = (1.0, 1.0) if d is None else (float(d.min()), float(d.max()))
+    low, high = SINGLE_RANGE
+    return bool(top.min() * min(lo, 1.0) >= low and top.max() * max(hi, 1.0) <= high)
+
+
+def into_range(b, dtype):
+    """b converted to ``dtype``, and the column scales it was multiplied by first (None
+    when none was needed): powers of two (exact) that bring each column's largest
+    magnitude into [1/2, 1) when the conversion lowers the precision and a column lies
+    outside :data:`SINGLE_RANGE`."""
+    dtype = np.dtype(dtype)
+    if b.dtype.kind == "c":  # a complex b keeps its imaginary part (real factors split it)
+        dtype = np.promote_types(dtype, np.complex64)
+    if _bits(b.dtype) <= _bits(dtype) or b.dtype.kind not in "fc":
+        return b.astype(dtype, copy=False), None
+    top = np.abs(b).max(axis=0) if b.size else np.zeros(b.shape[1])
+    live = top[top > 0]
+    if not live.size or (live.min() >= SINGLE_RANGE[0] and live.max() <= SINGLE_RANGE[1]):
+        return b.astype(dtype, copy=False), None
+    scales = _binary_scales(top)
+    return (b * scales).astype(dtype), scales
+
+
 def _column(v, dtype):
     return np.ascontiguousarray(np.asarray(v, dtype=dtype).reshape(-1, 1))
 
@@ -426,7 +538,7 @@ def _dense_inverse(op, n):
     return op.matmat(np.eye(n))
 
 
-def pivot_order_gathers(prep, analysis, dtype):
+def pivot_order_gathers(prep, perm, iperm, dtype):
     """What a solve gathers its rows by, per op (``"N"``, and ``"T"`` for Aᵀ and Aᴴ):
     ``(into, back, back's inverse, D_in, D_out)``, the scalings as columns in pivot
     order (None when A is not scaled). Made once per factorization.
@@ -434,7 +546,6 @@ def pivot_order_gathers(prep, analysis, dtype):
     The row matching permutes the equations: it is read on the way in for A x = b, on
     the way out for Aᵀ x = b; the scalings likewise, D_r in and D_c out for A.
     """
-    perm, iperm = analysis.perm, analysis.iperm
     if prep.row_perm is None:
         matched, imatched = perm, iperm
     else:
