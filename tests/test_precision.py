@@ -61,8 +61,9 @@ def test_mixed_factors_in_single_precision_with_a_lower_pivot_threshold():
     A = laplacian((12, 12, 12))
     F = pastixpy.factorize(A, precision="mixed")
     assert F._factors.dtype == np.float32 and F._factors.panel(0).dtype == np.float32
-    # sqrt(eps) of the factors' precision, relative to the largest entry of A.
-    assert F.stats["pivot_tol"] == pytest.approx(np.sqrt(np.finfo(np.float32).eps) * 6.0)
+    # sqrt(eps) of the factors' precision, relative to the largest entry of the factored
+    # matrix: A scaled by powers of two to a unit-order diagonal (6 -> 6/4).
+    assert F.stats["pivot_tol"] == pytest.approx(np.sqrt(np.finfo(np.float32).eps) * 1.5)
 
 
 def test_mixed_solves_on_threads_concurrently():
@@ -226,3 +227,62 @@ def test_cli_precision(tmp_path):
         env=env,
     ).stdout
     assert "precision         mixed" in out and "float32" in out
+
+
+# ---------------------------------------------------------------- answers in b's precision
+
+
+@pytest.mark.parametrize(
+    ("adtype", "bdtype"),
+    [
+        (np.float32, np.float64),
+        (np.complex64, np.complex128),
+        (np.complex64, np.float64),
+        (np.float32, np.complex128),
+    ],
+)
+@pytest.mark.parametrize("case", ["llt", "ldlt-kkt", "lu", "ldlt-complex-symmetric"])
+def test_single_matrix_double_rhs_gets_double_accuracy(case, adtype, bdtype):
+    """A float32 (complex64) matrix with a float64 (complex128) b: x in b's precision
+    and of its accuracy, where scipy gives double (it gave single-precision accuracy)."""
+    A0 = CASES[case][0]()
+    if np.iscomplexobj(A0.data) and np.dtype(adtype).kind != "c":
+        pytest.skip("a complex matrix is not converted to a real dtype")
+    A = A0.astype(adtype)
+    rng = np.random.default_rng(5)
+    b = rng.standard_normal(A.shape[0])
+    if np.dtype(bdtype).kind == "c":
+        b = b + 1j * rng.standard_normal(A.shape[0])
+    F = pastixpy.factorize(A)
+    x = F.solve(b)
+    assert x.dtype == np.promote_types(adtype, bdtype)
+    assert F.stats["factor_dtype"] == np.dtype(adtype).name  # the factors stay single
+    assert backward_error(A.astype(x.dtype), x, b).max() <= 1e-12
+    assert F.stats["backward_error"] <= 1e-12
+    x2 = pastixpy.spsolve(A, b)
+    assert backward_error(A.astype(x2.dtype), x2, b).max() <= 1e-12
+    # A b in the matrix's own precision keeps the single-precision solve as it was.
+    xs = F.solve(b.astype(np.complex64 if b.dtype.kind == "c" else np.float32))
+    assert np.finfo(xs.dtype).bits == 32
+
+
+def test_single_precision_asked_keeps_single_accuracy_for_a_double_rhs():
+    """precision="single" is the one way to a float64 x of float32 accuracy: as asked."""
+    A = laplacian((30, 30)).astype(np.float32)
+    b = np.random.default_rng(0).standard_normal(900)
+    F = pastixpy.factorize(A, precision="single")
+    x = F.solve(b)
+    assert x.dtype == np.float64
+    assert F.stats["refinement"] == "none"
+    assert 1e-12 < backward_error(A.astype(np.float64), x, b).max() <= 1e-5
+
+
+def test_the_issue_reproducer_matches_scipy():
+    A = laplacian((30, 30)).astype(np.float32)
+    b = np.random.default_rng(0).standard_normal(900)
+    x = pastixpy.spsolve(A, b)
+    import scipy.sparse.linalg as sla
+
+    ref = sla.spsolve(sp.csc_matrix(A), b)
+    assert x.dtype == np.float64
+    np.testing.assert_allclose(x, ref, rtol=1e-10, atol=1e-12)
