@@ -175,6 +175,12 @@ def matching_scaling(A):
     return row_perm, dr, dc
 
 
+#: A uniform power-of-two scaling of an LLᵀ matrix (the same diagonal everywhere, as a
+#: finite-difference Laplacian's) is skipped when its factor lies in this range: a
+#: diagonal within 2^±32 is well inside single precision's range.
+UNIFORM_SCALES = (2.0**-16, 2.0**16)
+
+
 def binary_diagonal_scaling(A):
     """Powers of two d with d_i² |a_ii| in [1/2, 2): a symmetric scaling that rounds nothing.
 
@@ -197,12 +203,16 @@ def binary_diagonal_scaling(A):
     diag = np.abs(C.diagonal()).astype(np.float64)
     _, exponent = np.frexp(diag)  # diag = m 2^exponent, m in [1/2, 1)
     d = np.where(diag > 0, np.ldexp(1.0, -(exponent // 2)), 1.0)
+    if not C.nnz:
+        return d
+    with np.errstate(over="ignore"):
+        bound = float(np.abs(C.data).max()) * float(d.max()) ** 2
+    if bound < np.finfo(np.float64).max:
+        return d  # no scaled entry can overflow
     cols = np.repeat(np.arange(C.shape[1]), np.diff(C.indptr))
     with np.errstate(over="ignore"):
-        scaled = np.abs(C.data) * (d[C.indices] * d[cols])
-    if not np.isfinite(scaled).all():
-        return np.ones(C.shape[0])
-    return d
+        scaled = (np.abs(C.data) * d[C.indices]) * d[cols]
+    return d if np.isfinite(scaled).all() else np.ones(C.shape[0])
 
 
 def equilibrate(A, symmetric, iterations=20, tol=1e-2, rows=None, weights=None):
@@ -314,6 +324,10 @@ def preprocess(A, kind, matching=True, scaling=True, row_perm=None, pairs=None):
     kind = KINDS[kind]
     if kind.definite:
         d = binary_diagonal_scaling(A) if scaling else ones
+        common = d[0] if n else 1.0
+        if np.all(d == common) and UNIFORM_SCALES[0] <= common <= UNIFORM_SCALES[1]:
+            d = ones  # one factor for all: it changes no ratio that is measured, and
+            # the matrix is well inside single precision's range without it
         return Preprocessing(None, d, d, exact=True)
     dr0 = dc0 = None
     if row_perm is None and kind.two_factors and matching:

@@ -62,8 +62,8 @@ def test_mixed_factors_in_single_precision_with_a_lower_pivot_threshold():
     F = pastixpy.factorize(A, precision="mixed")
     assert F._factors.dtype == np.float32 and F._factors.panel(0).dtype == np.float32
     # sqrt(eps) of the factors' precision, relative to the largest entry of the factored
-    # matrix: A scaled by powers of two to a unit-order diagonal (6 -> 6/4).
-    assert F.stats["pivot_tol"] == pytest.approx(np.sqrt(np.finfo(np.float32).eps) * 1.5)
+    # matrix (A itself: its uniform diagonal calls for no scaling).
+    assert F.stats["pivot_tol"] == pytest.approx(np.sqrt(np.finfo(np.float32).eps) * 6.0)
 
 
 def test_mixed_solves_on_threads_concurrently():
