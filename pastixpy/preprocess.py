@@ -196,8 +196,8 @@ def binary_diagonal_scaling(A):
 
     Examples
     --------
-    >>> binary_diagonal_scaling(sp.diags_array([4e-300, 9.0, 0.0])).tolist()
-    [1.6069380442589903e+149, 0.25, 1.0]
+    >>> binary_diagonal_scaling(sp.diags_array([4.0, 9.0, 0.0, 1e-6])).tolist()
+    [0.5, 0.25, 1.0, 1024.0]
     """
     C = sp.csc_array(A)
     diag = np.abs(C.diagonal()).astype(np.float64)
