@@ -297,9 +297,9 @@ def main(argv=None):
     failure of its own) aborts the job, as ``python -m mpi4py`` would, rather than
     leave the other ranks waiting."""
     args = _parser().parse_args(argv)
+    if args.command == "solve":
+        install_abort_handler()  # before MPI starts (it acts only once MPI has)
     comm = world() if args.command == "solve" else None
-    if comm is not None:
-        install_abort_handler()
     root = comm is None or comm.Get_rank() == 0
     try:
         failure = None

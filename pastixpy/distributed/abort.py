@@ -76,8 +76,9 @@ def install_abort_handler():
     Called by :func:`pastixpy.factorize` when it starts a distributed factorization over
     MPI, and by the command line under ``mpiexec``; installing it again does nothing.
     It wraps ``sys.excepthook`` (the one in place is still called first); restore
-    ``sys.__excepthook__`` to go without it. It acts only where MPI is initialized and
-    not finalized, in a job of more than one process.
+    ``sys.__excepthook__`` to go without it. It acts only where mpi4py has initialized
+    MPI (and not finalized it), in a job of more than one process, so that it may be
+    installed before MPI starts.
     """
     if getattr(sys.excepthook, "pastixpy_abort", False):
         return
@@ -85,11 +86,8 @@ def install_abort_handler():
 
     def hook(exc_type, exc, tb):
         previous(exc_type, exc, tb)
-        try:
-            from mpi4py import MPI
-        except ImportError:
-            return
-        if MPI.Is_finalized() or not MPI.Is_initialized():
+        MPI = sys.modules.get("mpi4py.MPI")  # noqa: N806 (mpi4py's name); never imported here
+        if MPI is None or MPI.Is_finalized() or not MPI.Is_initialized():
             return
         world = MPI.COMM_WORLD
         if world.Get_size() == 1:
