@@ -2,7 +2,7 @@
 
 Run it with MPI (``pip install "pastixpy[mpi]"``)::
 
-    mpiexec -n 2 python examples/distributed.py
+    mpiexec -n 2 python -m mpi4py examples/distributed.py
 
 or, without MPI, with the ranks as threads of this process::
 

@@ -9,7 +9,8 @@ import warnings
 import numpy as np
 
 from .analysis import analyze
-from .distributed import world
+from .distributed import install_abort_handler, world
+from .distributed.numeric import wait_for_all
 from .errors import PastixError
 from .io import check_writable, read_dense, read_matrix, write_dense
 from .ordering import ORDERINGS
@@ -291,8 +292,13 @@ def main(argv=None):
     """Entry point; returns the process exit code.
 
     Started by ``mpiexec -n N`` (N > 1, mpi4py installed), ``solve`` runs distributed:
-    rank 0 reads the inputs and reports, every rank factors its share."""
+    rank 0 reads the inputs and reports, every rank factors its share. An error every
+    rank shares ends each with exit code 1; anything else on one rank (Ctrl-C, a
+    failure of its own) aborts the job, as ``python -m mpi4py`` would, rather than
+    leave the other ranks waiting."""
     args = _parser().parse_args(argv)
+    if args.command == "solve":
+        install_abort_handler()  # before MPI starts (it acts only once MPI has)
     comm = world() if args.command == "solve" else None
     root = comm is None or comm.Get_rank() == 0
     try:
@@ -306,7 +312,10 @@ def main(argv=None):
             except (PastixError, OSError, MemoryError) as exc:
                 failure = exc
         if comm is not None:
-            failure = comm.bcast(failure, root=0)  # every rank stops, or none
+            # The other ranks wait for rank 0's input asleep (MPI's bcast would spin on
+            # a core, deaf to Ctrl-C), then every rank stops, or none.
+            wait_for_all(comm)
+            failure = comm.bcast(failure, root=0)
         if failure is not None:
             raise failure
         if args.command == "solve":

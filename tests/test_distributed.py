@@ -6,8 +6,11 @@ the schedule, the input forms, errors on every rank, statistics; and the same un
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
+import uuid
 from pathlib import Path
 
 import numpy as np
@@ -193,6 +196,54 @@ def test_bad_distributed_inputs_and_options():
         pastixpy.factorize(lap3d(4), comm="world")
 
 
+def test_bad_right_hand_side_on_one_rank_is_an_error_on_every_rank():
+    """A given by rows: a b that one rank gets wrong (None, another number of columns,
+    every row, text) is the same InvalidInputError on every rank, naming that rank; the
+    factorization then solves on."""
+    A = sp.csr_array(unsymmetric(lap3d(6)))
+    n = A.shape[0]
+    cuts = [0, 100, n]
+    b = np.arange(n, dtype=float)
+    bad = {
+        "none": (None, "rank 1: b is None"),
+        "block": (np.ones((n - 100, 2)), "same columns"),
+        "whole": (b, f"rank 1: b has shape ({n},)"),
+        "text": ("b", "rank 1: b has dtype <U1"),
+    }
+
+    def job(comm):
+        r = comm.Get_rank()
+        rows = slice(cuts[r], cuts[r + 1])
+        F = pastixpy.factorize(A[rows], comm=comm)
+        seen = {}
+        for case, (wrong, _) in bad.items():
+            try:
+                F.solve(wrong if r == 1 else b[rows])
+            except InvalidInputError as exc:
+                seen[case] = str(exc)
+        return seen, F.solve(b[rows])
+
+    out = run_ranks(2, job)
+    for case, (_, message) in bad.items():
+        assert out[0][0][case] == out[1][0][case], case
+        assert message in out[0][0][case], case
+    x = np.concatenate([part for _, part in out])
+    assert backward_error(A, x, b) <= 1e-14
+
+
+def test_a_by_rows_sparse_on_one_rank_and_dense_on_another():
+    A = sp.csr_array(unsymmetric(lap3d(5)))
+    b = np.ones(A.shape[0])
+
+    def job(comm):
+        r = comm.Get_rank()
+        mine = A[:60] if r == 0 else A[60:].toarray()
+        return pastixpy.factorize(mine, comm=comm).solve(b[:60] if r == 0 else b[60:])
+
+    x = np.concatenate(run_ranks(2, job))
+    assert backward_error(A, x, b) <= 1e-14
+
+
 def test_one_rank_is_the_one_process_factorization():
     A = lap3d(8)
 
@@ -364,6 +415,154 @@ def test_cli_under_mpiexec(tmp_path):
     report = json.loads(stdout)
     assert report["backward_error"] <= 1e-14
     assert report["distributed"]["ranks"] == 2
+
+
+#: How long a job that one rank ended may take to end everywhere before it is called
+#: hung (it takes well under a second; the start of two Python processes on a loaded
+#: machine, several).
+ENDS_WITHIN = 60
+
+
+def start_mpiexec(ranks, *args, **kwargs):
+    """``mpiexec -n ranks python args...`` started, one thread per rank; its ranks carry
+    a mark in their environment (:func:`rank_pids`)."""
+    mark = uuid.uuid4().hex
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "PASTIXPY_TEST_MARK": mark,
+    }
+    proc = subprocess.Popen(
+        [MPIEXEC, "-n", str(ranks), sys.executable, *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        **kwargs,
+    )
+    proc.mark = mark
+    return proc
+
+
+def rank_pids(proc):
+    """{rank: process id} of the ranks of ``proc`` running now (Linux: their
+    environments, in /proc)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            env = dict(
+                v.split("=", 1) for v in (entry / "environ").read_text().split("\0") if "=" in v
+            )
+        except (OSError, UnicodeDecodeError):
+            continue
+        rank = env.get("PMI_RANK", env.get("OMPI_COMM_WORLD_RANK"))
+        if env.get("PASTIXPY_TEST_MARK") == proc.mark and rank is not None:
+            found[int(rank)] = int(entry.name)
+    return found
+
+
+def wait_ended(proc, pids=()):
+    """Wait for the job to end: its (returncode, stderr). A job still running after
+    ENDS_WITHIN seconds is hung: killed, ranks and all, and the test fails."""
+    try:
+        _, stderr = proc.communicate(timeout=ENDS_WITHIN)
+    except subprocess.TimeoutExpired:
+        for pid in {*pids, *rank_pids(proc).values()}:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        proc.kill()
+        _, stderr = proc.communicate()
+        pytest.fail(f"the job was still running {ENDS_WITHIN} s on:\n{stderr[-3000:]}")
+    return proc.returncode, stderr
+
+
+@needs_mpi
+def test_bad_right_hand_side_on_one_rank_under_mpiexec(tmp_path):
+    """``mpiexec -n 2``, A given by rows, rank 1's b wrong four ways: each time the same
+    InvalidInputError on both ranks (it was a ValueError on rank 0 while rank 1 waited
+    forever), then a good solve."""
+    out = tmp_path / "seen"
+    code, stderr = wait_ended(start_mpiexec(2, HERE / "mpi_failures.py", "bad-rhs", out))
+    assert code == 0, stderr[-2000:]
+    seen = [json.loads((tmp_path / f"seen.{r}.json").read_text()) for r in (0, 1)]
+    assert seen[0] == {**seen[1], "backward_error": seen[0]["backward_error"]}
+    assert seen[0]["none"].startswith("rank 1: b is None")
+    assert "same columns" in seen[0]["block"]
+    assert seen[0]["whole"].startswith("rank 1: b has shape (216,)")
+    assert seen[0]["text"].startswith("rank 1: b has dtype")
+    assert seen[0]["backward_error"] <= 1e-14 and seen[1]["backward_error"] <= 1e-14
+
+
+@needs_mpi
+def test_exception_on_one_rank_between_collective_calls_ends_the_job(tmp_path):
+    """A script whose rank 1 raises after the factorization (rank 0 waits in the
+    solve): the job is aborted with the traceback and a message, not left hanging."""
+    code, stderr = wait_ended(start_mpiexec(2, HERE / "mpi_failures.py", "raise", tmp_path))
+    assert code != 0
+    assert "RuntimeError: rank 1 fails between two collective calls" in stderr
+    assert "rank 1 of 2 ended on an uncaught RuntimeError" in stderr
+    assert "aborting the MPI job" in stderr
+
+
+@needs_mpi
+@pytest.mark.parametrize("rank", [0, 1])
+def test_sigint_to_one_rank_ends_the_job(rank, tmp_path):
+    """Ctrl-C (SIGINT) to one rank of a script solving in a loop: every rank ends, with
+    the exit status of an interrupt (128 + SIGINT), as under ``python -m mpi4py``."""
+    out = tmp_path / "job"
+    proc = start_mpiexec(2, HERE / "mpi_failures.py", "sigint", out)
+    files = [tmp_path / f"job.pid.{r}" for r in (0, 1)]
+    while not all(f.exists() for f in files):
+        if proc.poll() is not None:
+            pytest.fail(f"the job ended before the signal:\n{proc.communicate()[1][-2000:]}")
+        time.sleep(0.05)
+    pids = [int(f.read_text()) for f in files]
+    os.kill(pids[rank], signal.SIGINT)
+    code, stderr = wait_ended(proc, pids)
+    assert code == 128 + signal.SIGINT, stderr[-2000:]
+    assert "KeyboardInterrupt" in stderr and "aborting the MPI job" in stderr
+
+
+@needs_mpi
+@pytest.mark.skipif(
+    not hasattr(os, "mkfifo") or not Path("/proc/self/wchan").exists(),
+    reason="needs a named pipe and Linux's /proc",
+)
+@pytest.mark.parametrize("rank", [0, 1])
+def test_sigint_to_one_rank_of_the_cli_ends_the_job(rank, tmp_path):
+    """``mpiexec -n 2 python -m pastixpy solve`` interrupted on one rank while rank 0
+    reads the matrix (a named pipe that nothing writes), rank 1 waiting for it: every
+    rank ends (rank 1 sat in MPI's blocking broadcast, where no signal reached it)."""
+    pipe = tmp_path / "A.mtx"
+    os.mkfifo(pipe)
+    proc = start_mpiexec(2, "-m", "pastixpy", "solve", pipe, cwd=tmp_path)
+    deadline = time.monotonic() + ENDS_WITHIN
+    pids = {}
+    while True:  # until rank 0 waits in open() for a writer of the pipe
+        pids = rank_pids(proc) or pids
+        if 0 in pids and "wait_for_partner" in _wchan(pids[0]):
+            break
+        if proc.poll() is not None or time.monotonic() > deadline:
+            wait_ended(proc, pids.values())
+            pytest.fail("rank 0 never started reading the matrix")
+        time.sleep(0.05)
+    time.sleep(1.0)  # rank 1 from MPI's initialization to its wait for rank 0's input
+    os.kill(pids[rank], signal.SIGINT)
+    code, stderr = wait_ended(proc, pids.values())
+    assert code == 128 + signal.SIGINT, stderr[-2000:]
+    assert f"rank {rank} of 2 ended on an uncaught KeyboardInterrupt" in stderr
+
+
+def _wchan(pid):
+    try:
+        return Path(f"/proc/{pid}/wchan").read_text()
+    except OSError:
+        return ""
 
 
 def test_local_comm_passes_messages_in_order():

@@ -17,6 +17,11 @@ the cblks of the factor are mapped onto the ranks by proportional mapping
 updates to other ranks' cblks once, summed (fan-in, :mod:`.schedule`); the triangular
 sweeps run the same way on the vector. :class:`~.local.LocalComm` runs the ranks as
 threads of one process, without MPI. See docs/distributed.md.
+
+Bad input on any rank is an :class:`~pastixpy.errors.InvalidInputError` on every rank,
+and so is any error of rank 0's pipeline; any other failure of one rank (Ctrl-C, an
+exception in the script between collective calls) aborts the MPI job with a message
+(:mod:`.abort`), rather than leaving the other ranks waiting for it.
 """
 
 import time
@@ -26,10 +31,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InvalidInputError
+from .abort import install_abort_handler
 from .local import LocalComm, run_ranks
 from .mapping import proportional_mapping
+from .numeric import wait_for_all
 from .schedule import Schedule
-from .session import Ranks, finish, gather_stats, root_call, serve
+from .session import Ranks, collective, finish, gather_stats, raise_everywhere, root_call, serve
 
 __all__ = [
     "factorize",
@@ -38,6 +45,7 @@ __all__ = [
     "run_ranks",
     "proportional_mapping",
     "Schedule",
+    "install_abort_handler",
     "world",
 ]
 
@@ -62,31 +70,63 @@ def world():
     return MPI.COMM_WORLD if MPI.COMM_WORLD.Get_size() > 1 else None
 
 
+def _shape(A):
+    """A's shape, or why it has none (an object numpy cannot read as an array)."""
+    if A is None:
+        return None
+    try:
+        return tuple(np.shape(A))
+    except Exception as exc:  # a ragged list, say: reported by every rank below
+        return f"{type(A).__name__} ({exc})"
+
+
 def _distribution(comm, A):
     """How A is given: ``"root"`` (rank 0's matrix, None elsewhere) or ``"rows"`` (each
-    rank its consecutive block of rows, in rank order); the row counts for "rows"."""
-    shapes = comm.allgather(None if A is None else tuple(np.shape(A)))
-    if shapes[0] is not None and all(s is None for s in shapes[1:]):
+    rank its consecutive block of rows, in rank order); the row counts for "rows".
+    Decided by every rank from every rank's shape, so that all raise alike."""
+    shapes = comm.allgather(_shape(A))
+    if isinstance(shapes[0], tuple) and all(s is None for s in shapes[1:]):
         return "root", None
-    if all(s is not None and len(s) == 2 for s in shapes):
+    if all(isinstance(s, tuple) and len(s) == 2 for s in shapes):
         ncols = {s[1] for s in shapes}
         counts = [s[0] for s in shapes]
         if len(ncols) == 1 and sum(counts) == shapes[0][1]:
             return "rows", counts
-    raise InvalidInputError(
-        "a distributed factorization takes A on rank 0 (None on the other ranks), or on "
-        f"every rank its block of consecutive rows (row counts summing to n); got {shapes}"
+    raise_everywhere(
+        comm,
+        InvalidInputError(
+            "a distributed factorization takes A on rank 0 (None on the other ranks), or on "
+            f"every rank its block of consecutive rows (row counts summing to n); got {shapes}"
+        ),
     )
 
 
 def _gather_rows(comm, block):
-    """The blocks of rows of every rank, stacked on rank 0 (None elsewhere)."""
+    """The blocks of rows of every rank, stacked on rank 0 (None elsewhere): sparse
+    where any block is."""
     parts = comm.gather(block, root=0)
     if comm.Get_rank() != 0:
         return None
-    if all(sp.issparse(p) for p in parts):
+    if any(sp.issparse(p) for p in parts):
         return sp.csc_array(sp.vstack([sp.csr_array(p) for p in parts]))
     return np.concatenate([np.asarray(p) for p in parts], axis=0)
+
+
+def _rhs_rows(b, count):
+    """This rank's rows of b (a matrix given by rows) as an array, and what is wrong
+    with them (a list of messages, empty when they are fine)."""
+    expected = f"its {count} rows of b, shape ({count},) or ({count}, k)"
+    if b is None:
+        return None, [f"b is None; with A given by rows, every rank passes {expected}"]
+    try:
+        b = b.toarray() if sp.issparse(b) else np.asarray(b)
+    except Exception as exc:  # not readable as an array (ragged, say)
+        return None, [f"b ({type(b).__name__}) is not an array ({exc}); pass {expected}"]
+    if b.dtype.kind not in "biufc":
+        return None, [f"b has dtype {b.dtype}; it must be numeric"]
+    if b.ndim not in (1, 2) or b.shape[0] != count:
+        return None, [f"b has shape {b.shape}; with A given by rows, pass {expected}"]
+    return b, []
 
 
 def factorize(A, comm, **options):
@@ -117,6 +157,16 @@ def factorize(A, comm, **options):
     return factorize_with(A, Options.parse(comm=comm, **options), t0)
 
 
+def _session(comm):
+    """The :class:`Ranks` of a new distributed factorization (collective); over MPI, an
+    uncaught exception on any rank aborts the job from now on. The ranks meet first at
+    a barrier whose waits sleep (see :func:`.session.collective`)."""
+    if hasattr(comm, "Abort"):
+        install_abort_handler()
+    wait_for_all(comm)
+    return Ranks(comm)
+
+
 def factorize_with(A, options, t0):
     """:func:`factorize` for validated Options (the same check made on every rank)."""
     from ..api import _factorize
@@ -124,23 +174,24 @@ def factorize_with(A, options, t0):
 
     if options.comm is None:  # one rank
         return _factorize(canonical_csc(A), options, None, t0)
-    comm = Ranks(options.comm)
+    comm = _session(options.comm)
     options = replace(options, comm=comm)
-    how, counts = _distribution(comm, A)
-    if how == "rows":
-        A = _gather_rows(comm, A)
-    if comm.Get_rank() != 0:
-        factors, summary = serve(comm)
-        return DistributedFactorization(comm, None, factors, summary, how, counts)
+    with collective(comm, "during a distributed factorization"):
+        how, counts = _distribution(comm, A)
+        if how == "rows":
+            A = _gather_rows(comm, A)
+        if comm.Get_rank() != 0:
+            factors, summary = serve(comm)
+            return DistributedFactorization(comm, None, factors, summary, how, counts)
 
-    def run():
-        F = _factorize(canonical_csc(A), options, None, t0)
-        return F, gather_stats(comm, F._factors.mine)
+        def run():
+            F = _factorize(canonical_csc(A), options, None, t0)
+            return F, gather_stats(comm, F._factors.mine)
 
-    F, ranks = root_call(comm, run)
-    F._state.stats["distributed"] = _summary(ranks)
-    summary = dict(F.stats, shape=F.shape)
-    finish(comm, summary)
+        F, ranks = root_call(comm, run)
+        F._state.stats["distributed"] = _summary(ranks)
+        summary = dict(F.stats, shape=F.shape)
+        finish(comm, summary)
     return DistributedFactorization(comm, F, F._factors.mine, summary, how, counts)
 
 
@@ -191,26 +242,47 @@ class DistributedFactorization:
         Parameters
         ----------
         b : array_like or None
-            On rank 0 the right-hand side(s) (None elsewhere), or, for a matrix given
-            by rows, each rank's rows of it.
+            On rank 0 the right-hand side(s) (ignored elsewhere: None will do), or, for
+            a matrix given by rows, each rank's rows of it (every rank the same number
+            of columns).
         trans : {"N", "T", "H"}
 
         Returns
         -------
         ndarray
             x on every rank (for a matrix given by rows: each rank's rows of x).
+
+        Raises
+        ------
+        InvalidInputError
+            On every rank, where b is not valid on any rank (the message names it).
+        Whatever the one-process solve raises, on every rank.
         """
         comm = self.comm
-        if self.distribution == "rows":
-            b = _gather_rows(comm, np.asarray(b))
-        if self.rank != 0:
-            _, x = serve(comm, self._factors)
-        else:
-            x = root_call(comm, self._root.solve, b, trans)
-            finish(comm, x)
+        with collective(comm, "during a distributed solve"):
+            if self.distribution == "rows":
+                b = self._gather_rhs(b)
+            if self.rank != 0:
+                _, x = serve(comm, self._factors)
+            else:
+                x = root_call(comm, self._root.solve, b, trans)
+                finish(comm, x)
         if self.distribution == "rows":
             start = sum(self._counts[: self.rank])
             return x[start : start + self._counts[self.rank]]
         return x
 
     __call__ = solve
+
+    def _gather_rhs(self, b):
+        """Every rank's rows of b, checked on every rank, stacked on rank 0."""
+        comm = self.comm
+        b, problems = _rhs_rows(b, self._counts[self.rank])
+        everyone = comm.allgather((problems, None if b is None else b.shape[1:]))
+        found = [f"rank {r}: {p}" for r, (mine, _) in enumerate(everyone) for p in mine]
+        if not found and len({columns for _, columns in everyone}) > 1:
+            shapes = [(n, *columns) for n, (_, columns) in zip(self._counts, everyone, strict=True)]
+            found = [f"every rank's rows of b must have the same columns; got shapes {shapes}"]
+        if found:
+            raise_everywhere(comm, InvalidInputError("; ".join(found)))
+        return _gather_rows(comm, b)
