@@ -14,6 +14,8 @@
 # coefficients only through it, so a cblk can be compressed, freed or remote without
 # the kernels of the others knowing.
 
+cimport cython
+
 
 cdef struct Blocks:
     idx_t ncblk
@@ -192,6 +194,11 @@ cdef void add_flat(dtype, void* dst, const void* src, size_t size) except *:
 GROUP_BYTES = 32 * 2**20
 
 
+# __dealloc__ reads the block structure (a compressed cblk's tile count): the garbage
+# collector must not clear it first when the storage is only reachable from a
+# reference cycle (it would free the tiles through None). The storage's own references
+# (structure, arrays) never lead back to it, so it cannot hold a cycle up.
+@cython.no_gc_clear
 cdef class Storage:
     """The factors' coefficients, with one descriptor per cblk (see :c:type:`CblkStore`).
 
