@@ -44,6 +44,13 @@ class Factorization:
     analysis and preprocessing are reused by :meth:`refactorize`. Any number of
     threads may solve with one factorization at once: a solve never changes it.
 
+    It pickles (and ``copy.deepcopy`` copies it): the copy holds the same factors
+    bit for bit, in memory of its own, solves exactly as the original and can be
+    refactorized without touching it, so it can be sent to a ``multiprocessing``
+    worker or saved. The options go with it, a ``progress`` callable included (a
+    lambda does not pickle); its ``stats`` start without a last solve (those are
+    per thread). A distributed factorization (``comm=``) raises TypeError.
+
     Attributes
     ----------
     kind : str
@@ -64,6 +71,23 @@ class Factorization:
         self._options = options
         self._pattern = (C.indptr, C.indices)
         self._state = state
+        self._last_solve = threading.local()
+
+    def __getstate__(self):
+        """Pickling and ``copy.deepcopy``: everything but the per-thread record of
+        the last solve."""
+        if self._options.comm is not None:
+            raise TypeError(
+                "a distributed factorization (comm=) cannot be pickled or copied: its "
+                "factors are spread over the ranks of its communicator; factorize without "
+                "comm= for a factorization that pickles"
+            )
+        state = dict(self.__dict__)
+        del state["_last_solve"]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
         self._last_solve = threading.local()
 
     @property

@@ -59,8 +59,29 @@ def _frozen(*arrays):
         a.setflags(write=False)
 
 
+class ReadOnlyArrays:
+    """Pickling (and ``copy.deepcopy``) of a result object that keeps its read-only
+    arrays read-only: numpy's own pickling gives writeable copies."""
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_read_only"] = [
+            name
+            for name, value in self.__dict__.items()
+            if isinstance(value, np.ndarray) and not value.flags.writeable
+        ]
+        return state
+
+    def __setstate__(self, state):
+        state = dict(state)
+        read_only = state.pop("_read_only", ())
+        self.__dict__.update(state)
+        for name in read_only:
+            self.__dict__[name].setflags(write=False)
+
+
 @dataclass(frozen=True)
-class EliminationTree:
+class EliminationTree(ReadOnlyArrays):
     """Elimination tree of the permuted pattern, in postorder.
 
     Attributes
@@ -356,7 +377,7 @@ def split_panels(fcol, min_width, max_width):
 
 
 @dataclass(frozen=True, repr=False)
-class SymbolMatrix:
+class SymbolMatrix(ReadOnlyArrays):
     """Block structure of the factor L (and Uᵀ for LU), in PaStiX's vocabulary.
 
     Column block (cblk) k holds columns ``cblk_fcolnum[k]..cblk_lcolnum[k]``

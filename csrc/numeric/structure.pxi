@@ -14,6 +14,8 @@
 # coefficients only through it, so a cblk can be compressed, freed or remote without
 # the kernels of the others knowing.
 
+cimport cython
+
 
 cdef struct Blocks:
     idx_t ncblk
@@ -34,6 +36,10 @@ cdef inline int blok_rows(const Blocks* B, idx_t b) noexcept nogil:
     return B.lrow[b] - B.frow[b] + 1
 
 
+# Its pointers (B) point into its arrays, and a Storage's __dealloc__ reads them: the
+# garbage collector must not clear the arrays while the structure is alive (they never
+# lead back to it, so it cannot hold a cycle up).
+@cython.no_gc_clear
 cdef class Structure:
     """The block structure of an analysis, as the kernels read it (one per analysis).
 
@@ -70,6 +76,11 @@ cdef class Structure:
         self.B.lrow = <const idx_t*>cnp.PyArray_DATA(self.lrow)
         self.B.fcblk = <const idx_t*>cnp.PyArray_DATA(self.fcblk)
         self.B.bcoef = <const idx_t*>cnp.PyArray_DATA(self.bcoef)
+
+    def __reduce__(self):
+        # Pickling and copy.deepcopy: rebuilt from its arrays (the pointers follow them).
+        return Structure, (self.fcol, self.bloknum, self.stride, self.frow, self.lrow,
+                           self.fcblk, self.bcoef)
 
     @property
     def ncblk(self):
@@ -186,12 +197,52 @@ cdef void add_flat(dtype, void* dst, const void* src, size_t size) except *:
             (<double complex*>dst)[i] += (<const double complex*>src)[i]
 
 
+cdef inline idx_t tile_scalars(const Tile* t, int h, int w) noexcept nogil:
+    """Scalars in a tile's allocation: U and Bt (rank r), or the dense block."""
+    return <idx_t>t.rank * (h + w) if t.rank >= 0 else <idx_t>h * w
+
+
+cdef inline bint _apart(const CblkStore* c) noexcept nogil:
+    """Whether a cblk's dense panels, where it has any, are allocations of their own
+    (marked for compression, or fan-in) rather than in the storage's group arrays."""
+    return c.compress != KEEP_DENSE or c.storage == FANIN
+
+
+cdef void* _malloc_copy(const void* src, size_t nbytes) except NULL:
+    """A malloc'ed copy of ``nbytes`` at ``src`` (at least one byte, as the kernels
+    allocate), for the storage to free as it frees the kernels' own."""
+    cdef void* out = malloc(max(nbytes, 1))
+    if out == NULL:
+        raise MemoryError(f"cannot allocate {nbytes} bytes of the restored factors")
+    if nbytes:
+        memcpy(out, src, nbytes)
+    return out
+
+
+def _state_column(dict state, name, dtype, idx_t n):
+    """One per-cblk array of a pickled storage's state, checked for length."""
+    a = np.ascontiguousarray(state[name], dtype=dtype)
+    if a.shape[0] != n or a.ndim != 1:
+        raise ValueError(f"the pickled storage's {name} does not fit its block structure")
+    return a
+
+
+def _restored_storage(Structure structure, dtype, bint two_factors, dict state):
+    """A :class:`Storage` rebuilt from the state its ``__reduce__`` saved."""
+    return Storage(structure, dtype, two_factors, restore=state)
+
+
 #: Consecutive cblks share one allocation until it holds this many bytes; a cblk at
 #: least this large has its own (the large top separators, which compression and a
 #: distributed run will want to free or not hold at all).
 GROUP_BYTES = 32 * 2**20
 
 
+# __dealloc__ reads the block structure (a compressed cblk's tile count): the garbage
+# collector must not clear it first when the storage is only reachable from a
+# reference cycle (it would free the tiles through None). The storage's own references
+# (structure, arrays) never lead back to it, so it cannot hold a cycle up.
+@cython.no_gc_clear
 cdef class Storage:
     """The factors' coefficients, with one descriptor per cblk (see :c:type:`CblkStore`).
 
@@ -226,6 +277,10 @@ cdef class Storage:
         :meth:`release` frees it.
     group_bytes : int
         See :data:`GROUP_BYTES`.
+    restore : dict, optional
+        The state :meth:`__reduce__` saved (pickling, ``copy.deepcopy``): the storage
+        is rebuilt from it, bit for bit, and the arguments after ``two_factors`` are
+        not read.
     """
 
     cdef CblkStore* cblk
@@ -239,9 +294,9 @@ cdef class Storage:
     cdef object _offsets  # each cblk's offset in its group's arrays
     cdef bint _counted  # count_held ran
 
-    def __cinit__(self, Structure structure, dtype, bint two_factors, owners=None,
+    def __cinit__(self, Structure structure not None, dtype, bint two_factors, owners=None,
                   int rank=0, group_bytes=GROUP_BYTES, compress=None, int touch_threads=1,
-                  fanin=None):
+                  fanin=None, restore=None):
         cdef idx_t k, g, ngroup = 0, total = 0, isz, limit
         cdef int8_t code
         cdef cnp.ndarray L, U
@@ -254,6 +309,9 @@ cdef class Storage:
         limit = group_bytes
         self.ncblk = structure.B.ncblk
         self.two_factors = two_factors
+        if restore is not None:
+            self._restore(restore, code)
+            return
         owner_arr = np.zeros(self.ncblk, dtype=np.int32) if owners is None \
             else np.ascontiguousarray(owners, dtype=np.int32)
         if owner_arr.shape[0] != self.ncblk:
@@ -331,6 +389,207 @@ cdef class Storage:
                 free(self.cblk[k].lcoef)
                 free(self.cblk[k].ucoef)
         free(self.cblk)
+
+    # ------------------------------------------------------------------ pickling
+
+    def __reduce__(self):
+        """Pickling and ``copy.deepcopy``: the coefficients as plain arrays, rebuilt by
+        ``Storage(structure, dtype, two_factors, restore=state)`` bit for bit.
+
+        The state holds the descriptors (storage, compression, owner, held scalars,
+        seconds), the group arrays the dense panels live in (as they are), and in one
+        array the coefficients held apart: the panels of cblks marked for compression
+        that kept them, fan-in panels, and each compressed cblk's diagonal block then
+        its tiles (L's, then Uᵀ's), each tile its U and Bt (or its dense block), with
+        the tiles' ranks beside.
+        """
+        cdef const Blocks* B = &self.structure.B
+        cdef CblkStore* c
+        cdef idx_t k, t, ntile, at = 0, nt = 0, size, total = 0, ntiles = 0
+        cdef size_t isz = self.dtype.itemsize
+        cdef int w, side, nside = 2 if self.two_factors else 1
+        cdef Tile* tiles
+        # Sizes first: one array for everything held apart from the groups.
+        for k in range(self.ncblk):
+            c = &self.cblk[k]
+            w = cblk_width(B, k)
+            if c.storage == LOWRANK:
+                total += <idx_t>w * w
+                ntile = B.bloknum[k + 1] - B.bloknum[k] - 1
+                for side in range(nside):
+                    tiles = c.ltiles if side == 0 else c.utiles
+                    for t in range(ntile):
+                        total += tile_scalars(&tiles[t], blok_rows(B, B.bloknum[k] + 1 + t), w)
+                    ntiles += ntile
+            elif _apart(c) and c.lcoef != NULL:
+                total += <idx_t>B.stride[k] * w * nside
+        coef = np.empty(total, dtype=self.dtype)
+        ranks = np.empty(ntiles, dtype=np.int32)
+        panels = np.zeros(self.ncblk, dtype=np.int8)
+        cdef char* dst = <char*>cnp.PyArray_DATA(coef)
+        cdef int32_t[::1] rank = ranks
+        cdef int8_t[::1] has = panels
+        for k in range(self.ncblk):
+            c = &self.cblk[k]
+            w = cblk_width(B, k)
+            if c.storage == LOWRANK:
+                memcpy(dst + at * isz, c.lcoef, <size_t>w * w * isz)
+                at += <idx_t>w * w
+                ntile = B.bloknum[k + 1] - B.bloknum[k] - 1
+                for side in range(nside):
+                    tiles = c.ltiles if side == 0 else c.utiles
+                    for t in range(ntile):
+                        size = tile_scalars(&tiles[t], blok_rows(B, B.bloknum[k] + 1 + t), w)
+                        memcpy(dst + at * isz, tiles[t].u, size * isz)
+                        at += size
+                        rank[nt] = tiles[t].rank
+                        nt += 1
+            elif _apart(c) and c.lcoef != NULL:
+                has[k] = 1
+                size = <idx_t>B.stride[k] * w
+                memcpy(dst + at * isz, c.lcoef, size * isz)
+                at += size
+                if self.two_factors:
+                    memcpy(dst + at * isz, c.ucoef, size * isz)
+                    at += size
+        state = {
+            "storage": np.array([self.cblk[k].storage for k in range(self.ncblk)], np.int8),
+            "compress": np.array([self.cblk[k].compress for k in range(self.ncblk)], np.int8),
+            "owner": np.array([self.cblk[k].owner for k in range(self.ncblk)], np.int32),
+            "held": np.array([self.cblk[k].held for k in range(self.ncblk)], np.int64),
+            "seconds": np.array([self.cblk[k].seconds for k in range(self.ncblk)], np.float64),
+            "panels": panels,
+            "coef": coef,
+            "ranks": ranks,
+            "group_start": self.group_start,
+            "offsets": self._offsets,
+            "arrays": list(self._arrays),
+            "entries": int(self.entries),
+            "counted": bool(self._counted),
+            "frozen": any(not L.flags.writeable for L, _ in self._arrays),
+        }
+        return _restored_storage, (self.structure, self.dtype, self.two_factors, state)
+
+    cdef int _restore(self, dict state, int8_t code) except -1:
+        """Rebuild from :meth:`__reduce__`'s state (checked against the block structure
+        first: a state that does not fit it is refused, never read out of bounds)."""
+        cdef const Blocks* B = &self.structure.B
+        cdef CblkStore* c
+        cdef idx_t k, t, g, ntile, at = 0, nt = 0, size, total = 0, ntiles = 0, h
+        cdef size_t isz = self.dtype.itemsize
+        cdef int w, r, side, nside = 2 if self.two_factors else 1
+        cdef Tile* tiles
+        cdef cnp.ndarray L, U
+        cdef idx_t n = self.ncblk
+        cdef const int8_t[::1] kinds = _state_column(state, "storage", np.int8, n)
+        cdef const int8_t[::1] compress = _state_column(state, "compress", np.int8, n)
+        cdef const int32_t[::1] owner = _state_column(state, "owner", np.int32, n)
+        cdef const int64_t[::1] held = _state_column(state, "held", np.int64, n)
+        cdef const double[::1] seconds = _state_column(state, "seconds", np.float64, n)
+        cdef const int8_t[::1] panels = _state_column(state, "panels", np.int8, n)
+        offsets_arr = _state_column(state, "offsets", np.int64, n)
+        cdef const idx_t[::1] offsets = offsets_arr
+        ranks_arr = np.ascontiguousarray(state["ranks"], dtype=np.int32)
+        cdef const int32_t[::1] ranks = ranks_arr
+        coef = np.ascontiguousarray(state["coef"], dtype=self.dtype)
+        group_start = np.ascontiguousarray(state["group_start"], dtype=np.int64)
+        arrays = [(np.ascontiguousarray(L, dtype=self.dtype),
+                   np.ascontiguousarray(U, dtype=self.dtype)) for L, U in state["arrays"]]
+        bad = ValueError("the pickled storage does not fit its block structure")
+        # Check every size against the structure before anything is allocated.
+        if group_start.shape[0] != len(arrays) + 1 or group_start[-1] != n \
+                or (len(arrays) and group_start[0] < 0) or np.any(np.diff(group_start) <= 0):
+            raise bad
+        for k in range(n):
+            if kinds[k] not in (DENSE, LOWRANK, ABSENT, FANIN) \
+                    or compress[k] not in (KEEP_DENSE, JUST_IN_TIME, MINIMAL_MEMORY):
+                raise bad
+            w = cblk_width(B, k)
+            size = <idx_t>B.stride[k] * w
+            if kinds[k] == LOWRANK:
+                total += <idx_t>w * w
+                ntile = B.bloknum[k + 1] - B.bloknum[k] - 1
+                for side in range(nside):
+                    for t in range(ntile):
+                        if nt >= ranks.shape[0]:
+                            raise bad
+                        r = ranks[nt]
+                        h = blok_rows(B, B.bloknum[k] + 1 + t)
+                        if r < -1 or r > min(h, w):
+                            raise bad
+                        total += <idx_t>r * (h + w) if r >= 0 else h * w
+                        nt += 1
+            elif kinds[k] == DENSE and compress[k] == KEEP_DENSE:
+                g = int(np.searchsorted(group_start, k, side="right")) - 1
+                if g < 0 or g >= len(arrays) or offsets[k] < 0 \
+                        or offsets[k] + size > arrays[g][0].shape[0] \
+                        or (self.two_factors and offsets[k] + size > arrays[g][1].shape[0]):
+                    raise bad
+            elif panels[k]:
+                if compress[k] == KEEP_DENSE and kinds[k] != FANIN:
+                    raise bad
+                total += size * nside
+        if nt != ranks.shape[0] or total != coef.shape[0]:
+            raise bad
+        self.cblk = <CblkStore*>calloc(max(n, 1), sizeof(CblkStore))
+        if self.cblk == NULL:
+            raise MemoryError("cannot allocate the storage descriptors")
+        self.group_start = group_start
+        self._offsets = offsets_arr
+        self._arrays = arrays
+        self.entries = state["entries"]
+        self._counted = state["counted"]
+        cdef const char* src = <const char*>cnp.PyArray_DATA(coef)
+        nt = 0
+        for k in range(n):
+            c = &self.cblk[k]
+            w = cblk_width(B, k)
+            size = <idx_t>B.stride[k] * w
+            c.dtype = code
+            c.storage = kinds[k]
+            c.compress = compress[k]
+            c.owner = owner[k]
+            c.held = held[k]
+            c.seconds = seconds[k]
+            c.ld = w if kinds[k] == LOWRANK else B.stride[k]
+            if kinds[k] == LOWRANK:
+                # Each piece is allocated as the factorization allocates it, so that
+                # __dealloc__ (and free_tiles) free it alike, partial fills included.
+                ntile = B.bloknum[k + 1] - B.bloknum[k] - 1
+                c.lcoef = _malloc_copy(src + at * isz, <size_t>w * w * isz)
+                at += <idx_t>w * w
+                for side in range(nside):
+                    tiles = <Tile*>calloc(max(ntile, 1), sizeof(Tile))
+                    if tiles == NULL:
+                        raise MemoryError(f"cannot allocate cblk {k}'s tiles")
+                    if side == 0:
+                        c.ltiles = tiles
+                    else:
+                        c.utiles = tiles
+                    for t in range(ntile):
+                        h = blok_rows(B, B.bloknum[k] + 1 + t)
+                        tiles[t].rank = ranks[nt]
+                        nt += 1
+                        size = tile_scalars(&tiles[t], h, w)
+                        tiles[t].u = _malloc_copy(src + at * isz, size * isz)
+                        tiles[t].bt = <char*>tiles[t].u + <size_t>h * tiles[t].rank * isz \
+                            if tiles[t].rank >= 0 else NULL
+                        at += size
+            elif kinds[k] == DENSE and compress[k] == KEEP_DENSE:
+                g = int(np.searchsorted(group_start, k, side="right")) - 1
+                L, U = arrays[g]
+                c.lcoef = <char*>cnp.PyArray_DATA(L) + offsets[k] * isz
+                if self.two_factors:
+                    c.ucoef = <char*>cnp.PyArray_DATA(U) + offsets[k] * isz
+            elif panels[k]:
+                c.lcoef = _malloc_copy(src + at * isz, size * isz)
+                at += size
+                if self.two_factors:
+                    c.ucoef = _malloc_copy(src + at * isz, size * isz)
+                    at += size
+        if state["frozen"]:
+            self.freeze()
+        return 0
 
     def tiles(self):
         """The tiles of the compressed cblks, a dict of arrays with one entry per tile:

@@ -227,6 +227,14 @@ class DistributedFactorization:
         self.shape = tuple(summary["shape"])
         self.kind = summary["kind"]
 
+    def __reduce__(self):
+        raise TypeError(
+            "a distributed factorization cannot be pickled or copied: its factors are "
+            f"spread over the {self.comm.Get_size()} ranks of its communicator, each "
+            "holding its own cblks, and its solves are collective; factorize without "
+            "comm= for a factorization that pickles"
+        )
+
     @property
     def rank(self):
         return self.comm.Get_rank()

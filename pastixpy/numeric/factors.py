@@ -7,11 +7,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import _numeric
+from ..symbolic import ReadOnlyArrays
 from .threads import blas_threads, kernel_threads
 
 
 @dataclass(frozen=True)
-class Pivots:
+class Pivots(ReadOnlyArrays):
     """What the factorization records about its pivots, in pivot order.
 
     Attributes
@@ -50,6 +51,9 @@ class Pivots:
 @dataclass(frozen=True)
 class Factors:
     """Numeric factors of P B Pᵀ, cblk by cblk (see :class:`pastixpy._numeric.Storage`).
+
+    Pickling and ``copy.deepcopy`` copy them whole and bit for bit: the storage's
+    panels, diagonal blocks and tiles, the pivots (read-only, as made), the layout.
 
     Attributes
     ----------
