@@ -80,10 +80,17 @@ def check_structural_rank(A):
     if unmatched.size:
         shown = ", ".join(map(str, unmatched[:10].tolist()))
         more = f" and {unmatched.size - 10} more" if unmatched.size > 10 else ""
+        empty = np.flatnonzero(np.bincount(rows, minlength=A.shape[0]) == 0)
+        rows_said = (
+            f" (row(s) {', '.join(map(str, empty[:10].tolist()))}"
+            f"{f' and {empty.size - 10} more' if empty.size > 10 else ''} empty)"
+            if empty.size
+            else ""
+        )
         raise SingularMatrixError(
             f"the matrix is structurally singular: structural rank {A.shape[0] - unmatched.size} "
-            f"< {A.shape[0]}; no row can be matched to column(s) {shown}{more}. Check for empty "
-            "rows/columns or missing entries in the assembly",
+            f"< {A.shape[0]}; no row can be matched to column(s) {shown}{more}{rows_said}. "
+            "Check for empty rows/columns or missing entries in the assembly",
             columns=unmatched.tolist(),
         )
 

@@ -117,3 +117,39 @@ def test_matrix_symmetry_sees_through_explicit_zeros():
     A = sp.csc_array((np.array([2.0, 0.0, 3.0]), np.array([0, 0, 1]), np.array([0, 1, 3])))
     assert A.nnz == 3 and A.toarray()[0, 1] == 0
     assert matrix_symmetry(canonical_csc(A)) == "symmetric"
+
+
+@pytest.mark.parametrize("column_too", [True, False])
+def test_helmholtz_solver_on_an_empty_row_names_it(column_too):
+    """An empty row makes A singular whatever the coarsening: the error says so and names
+    the row, rather than suggesting coarsening='cr' (the default) for an F point with a
+    zero diagonal."""
+    from pastixpy.gallery import helmholtz_fd
+    from pastixpy.multilevel import helmholtz_solver
+
+    A = sp.lil_array(helmholtz_fd(20).A)
+    A[5, :] = 0
+    if column_too:
+        A[:, 5] = 0
+    A = sp.csr_array(A)
+    A.eliminate_zeros()
+    with pytest.raises(
+        pastixpy.SingularMatrixError, match=r"structurally singular.*row\(s\) 5 empty"
+    ):
+        helmholtz_solver(A)
+
+
+def test_cr_coarsening_keeps_zero_diagonal_points_coarse():
+    """F-relaxation divides by a_ii: the default coarsening never makes a zero-diagonal
+    point F, even one with no F couplings (an empty row)."""
+    from pastixpy.multilevel.coarsening import cr_split
+
+    A = sp.lil_array(laplacian((6, 6)))
+    A[7, :] = 0
+    A[:, 7] = 0
+    A[20, 20] = 0
+    A = sp.csr_array(A)
+    A.eliminate_zeros()
+    fmask = cr_split(A)
+    assert not fmask[7] and not fmask[20]
+    assert fmask.sum() > 10
