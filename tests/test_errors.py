@@ -153,3 +153,52 @@ def test_cr_coarsening_keeps_zero_diagonal_points_coarse():
     fmask = cr_split(A)
     assert not fmask[7] and not fmask[20]
     assert fmask.sum() > 10
+
+
+def test_unknown_keyword_of_spsolve_names_spsolve():
+    """spsolve passes **options on to factorize: an unknown one is reported as spsolve's,
+    with the keywords it takes, not as the internal Options.parse()'s."""
+    with pytest.raises(
+        TypeError, match=r"^spsolve\(\) got an unexpected keyword argument 'foo'"
+    ) as info:
+        pastixpy.spsolve(laplacian((4, 4)), np.ones(16), foo=1)
+    assert "Options" not in str(info.value) and "refine" in str(info.value)
+
+
+@pytest.mark.parametrize("method", ["auto", "ir", "gmres", "cg"])
+def test_refine_maxiter_zero_is_refused_at_once(method):
+    """maxiter=0 leaves no refinement step nor Krylov iteration: refused when the options
+    are read (it failed at the first solve that needed refinement), pointing to 'none'."""
+    with pytest.raises(pastixpy.OptionError, match=r"maxiter must be an integer >= 1.*'none'"):
+        pastixpy.factorize(laplacian((4, 4)), refine=(method, {"maxiter": 0}))
+
+
+def test_refine_maxiter_one_still_refines():
+    A = laplacian((30, 30))
+    F = pastixpy.factorize(A, precision="mixed", refine=("auto", {"maxiter": 1}))
+    F.solve(np.ones(900))
+    assert F.stats["backward_error"] <= 1e-12
+
+
+def test_solve_during_refactorize_says_it_is_running():
+    """A solve while refactorize() runs (here from its progress callback) is told so, not
+    that the last refactorize() failed; after a failed one, that it failed."""
+    A = laplacian((20, 20))
+    said = []
+    F = None
+
+    def progress(fraction):
+        if F is not None and not said:
+            with pytest.raises(pastixpy.PastixError) as info:
+                F.solve(np.ones(400))
+            said.append(str(info.value))
+
+    F = pastixpy.factorize(A, progress=progress)
+    F.refactorize(2 * A)
+    assert said and "while refactorize() runs" in said[0] and "failed" not in said[0]
+    np.testing.assert_allclose(2 * A @ F.solve(np.ones(400)), np.ones(400))
+    G = pastixpy.factorize(A, kind="llt")
+    with pytest.raises(pastixpy.NotPositiveDefiniteError):
+        G.refactorize(-A)
+    with pytest.raises(pastixpy.PastixError, match="last refactorize.. failed"):
+        G.solve(np.ones(400))
