@@ -394,6 +394,21 @@ class Solver:
                 f"give a tol of at least {PRECISION_FLOOR * eps:.0e}"
             )
         cond = self.condition_estimate()
+        eps_f = np.finfo(self.factors.dtype).eps
+        if self.mixed and cond * eps_f >= 1:
+            # Past 1/eps of the factors' precision the estimate only says that they
+            # factor a singular matrix (a roundoff-sized pivot that Cholesky took as
+            # positive), and the factorization's check showed that b's in A's range
+            # solve: a nonsingular A that ill-conditioned would have failed it.
+            return SingularMatrixError(
+                f"the matrix is numerically singular and b is not in its range: the solve "
+                f"reached a backward error of {worst:.2e}, not {tol:.0e}, and the condition "
+                f"number estimated from the {self.factors.dtype} factors, {cond:.1e}, is past "
+                f"1/eps = {1 / eps_f:.1e} of their precision. Check that b satisfies the "
+                "model's compatibility conditions, or use a least-squares solver; "
+                "precision='double' tells a singular matrix from one too ill-conditioned "
+                "for single-precision factors"
+            )
         if cond * eps >= ILL_CONDITIONED:
             return SingularMatrixError(
                 f"the solve reached a backward error of {worst:.2e}, not {tol:.0e}: the matrix "
