@@ -1,5 +1,5 @@
 # Matching and scaling kernels: maximum-product perfect matching (MC64's job 5), structural
-# rank (MC21), Ruiz's equilibration.
+# rank (MC21), Ruiz's equilibration, grounded 2x2 pivot pairs.
 # cython: language_level=3
 #
 # Follows Duff & Koster, "On algorithms for permuting large entries to the diagonal of a
@@ -530,6 +530,122 @@ def max_product_column_matching(indptr, indices, data, Py_ssize_t m, Py_ssize_t 
     _matching_run(m, n, ip_a, ix_a, mag_a, False, False, row_a, u_a, v_a,
                   "max_product_column_matching")
     return row_a
+
+
+# ---------------------------------------------------------------- grounded 2x2 pivot pairs
+
+
+cdef inline void _max_heap_push(i64* heap, i64* size, const double* key, i64 x) noexcept nogil:
+    cdef i64 p = size[0], parent
+    size[0] += 1
+    while p > 0:
+        parent = (p - 1) >> 1
+        if key[heap[parent]] >= key[x]:
+            break
+        heap[p] = heap[parent]
+        p = parent
+    heap[p] = x
+
+
+cdef inline i64 _max_heap_pop(i64* heap, i64* size, const double* key) noexcept nogil:
+    cdef i64 top = heap[0], x, p = 0, c, n
+    size[0] -= 1
+    n = size[0]
+    if n == 0:
+        return top
+    x = heap[n]
+    while True:
+        c = 2 * p + 1
+        if c >= n:
+            break
+        if c + 1 < n and key[heap[c + 1]] > key[heap[c]]:
+            c += 1
+        if key[heap[c]] <= key[x]:
+            break
+        heap[p] = heap[c]
+        p = c
+    heap[p] = x
+    return top
+
+
+cdef inline void _offer(i64 j, const i64* ap, const i64* ai, const double* mag,
+                        const unsigned char* weak, const unsigned char* free_,
+                        i64* heap, i64* size) noexcept nogil:
+    """Push the entry of strong column j's one unpaired weak neighbour."""
+    cdef i64 p
+    for p in range(ap[j], ap[j + 1]):
+        if weak[ai[p]] and free_[ai[p]] and mag[p] > 0:
+            _max_heap_push(heap, size, mag, p)
+            return
+
+
+def grounded_pairs(indptr, indices, data, weak, free):
+    """2x2 pivot pairs (weak, strong) of a symmetric matrix, each weak unknown paired
+    with a strong one none of whose other weak neighbours is still unpaired, strongest
+    coupling first (see :func:`pastixpy.preprocess.pivot_pairs`).
+
+    Parameters
+    ----------
+    indptr, indices, data : arrays
+        CSC of the symmetric n x n matrix (both triangles); explicit zeros are not edges.
+    weak : bool array (n,)
+        The unknowns to pair (weak diagonals).
+    free : bool array (n,), modified
+        Unknowns not yet paired; the pairs made are cleared.
+
+    Returns
+    -------
+    pairs : ndarray of int64, shape (m, 2)
+    """
+    cdef Py_ssize_t n = len(weak)
+    ip_a, ix_a, mag_a = _checked_csc(indptr, indices, data, n, n)
+    weak_a = np.ascontiguousarray(weak, dtype=np.uint8)
+    free_u8 = np.ascontiguousarray(free, dtype=np.uint8)
+    cdef const i64[::1] ap = ip_a
+    cdef const i64[::1] ai = ix_a
+    cdef const double[::1] mag = mag_a
+    cdef const unsigned char[::1] wk = weak_a
+    cdef unsigned char[::1] fr = free_u8
+    cdef i64 nnz = ip_a[n]
+    col_a = np.repeat(np.arange(n, dtype=np.int64), np.diff(ip_a))
+    cdef const i64[::1] col = col_a
+    unpaired_a = np.zeros(n, dtype=np.int64)
+    heap_a = np.empty(max(n, 1), dtype=np.int64)
+    out_a = np.empty((n // 2 + 1, 2), dtype=np.int64)
+    cdef i64[::1] unpaired = unpaired_a
+    cdef i64[::1] heap = heap_a
+    cdef i64[:, ::1] out = out_a
+    cdef i64 size = 0, count = 0, j, p, q, i, k
+    with nogil:
+        for j in range(n):
+            if not wk[j]:
+                for p in range(ap[j], ap[j + 1]):
+                    if wk[ai[p]] and mag[p] > 0:
+                        unpaired[j] += 1
+        for j in range(n):
+            if not wk[j] and fr[j] and unpaired[j] == 1:
+                _offer(j, &ap[0], &ai[0], &mag[0], &wk[0], &fr[0], &heap[0], &size)
+        while size > 0:
+            p = _max_heap_pop(&heap[0], &size, &mag[0])
+            i = ai[p]
+            j = col[p]
+            if not (fr[i] and fr[j]):
+                continue
+            fr[i] = 0
+            fr[j] = 0
+            out[count, 0] = i
+            out[count, 1] = j
+            count += 1
+            # Each strong neighbour of i has one unpaired weak neighbour fewer; one left
+            # with exactly one can ground it.
+            for q in range(ap[i], ap[i + 1]):
+                k = ai[q]
+                if not wk[k] and mag[q] > 0:
+                    unpaired[k] -= 1
+                    if unpaired[k] == 1 and fr[k]:
+                        _offer(k, &ap[0], &ai[0], &mag[0], &wk[0], &fr[0], &heap[0], &size)
+    free[:] = free_u8.astype(bool)
+    return out_a[:count].copy()
 
 
 # ---------------------------------------------------------------- structural rank (MC21)

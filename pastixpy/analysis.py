@@ -188,7 +188,8 @@ def analyze(
         ``kind="auto"``); the pattern of A + Aᵀ is analysed, for LU too.
     ordering : str, (str, dict) or array_like
         ``"auto"`` (default: AMD for graphs of at most
-        :data:`pastixpy.ordering.AUTO_AMD_MAX` vertices, METIS above),
+        :data:`pastixpy.ordering.AUTO_AMD_MAX` vertices; above, AMD or METIS,
+        whichever is forecast to cost less analysis plus factorization time),
         ``"metis"`` (nested dissection; kwargs ``seed``, ``compress`` and
         ``ufactor``: one balance tolerance or several, of which the ordering
         with the fewest flops is kept; by default a second run with a looser

@@ -72,6 +72,10 @@ class Factorization:
         self._pattern = (C.indptr, C.indices)
         self._state = state
         self._last_solve = threading.local()
+        # Why no solver is held, read only when none is: "running" is set before a
+        # refactorize frees the factors and "failed" after it raises, so a solve that
+        # finds no factors reads the reason that held when it looked.
+        self._no_factors = "failed"
 
     def __getstate__(self):
         """Pickling and ``copy.deepcopy``: everything but the per-thread record of
@@ -125,6 +129,12 @@ class Factorization:
         """The solver, or an error when the last refactorization failed and left none."""
         solver = self._state.solver
         if solver is None:
+            if self._no_factors == "running":
+                raise PastixError(
+                    "this factorization holds no factors while refactorize() runs (the "
+                    "previous factors were freed first, to hold one factor at a time): "
+                    "solve once refactorize() has returned"
+                )
             raise PastixError(
                 "this factorization holds no factors: its last refactorize() failed (the "
                 "previous factors were freed first). Call refactorize() with a matrix that "
@@ -176,9 +186,14 @@ class Factorization:
         exact = check_kind(self.kind, C, symmetry_of(C), "refactorize")
         state = self._state
         # The previous factors go first: one factor in memory at a time.
+        self._no_factors = "running"
         state.solver = None
-        with blas_threads(self._options.threads):
-            self._state = pipeline.refactorize(state, C, self._options, exact)
+        try:
+            with blas_threads(self._options.threads):
+                self._state = pipeline.refactorize(state, C, self._options, exact)
+        except BaseException:
+            self._no_factors = "failed"
+            raise
         self._last_solve = threading.local()
         return self
 
@@ -466,7 +481,8 @@ def factorize(
         only), ``"gmres"`` / ``"cg"`` (refinement, then that Krylov method
         preconditioned by the factors), or ``"none"``; parameters ``tol``
         (requested backward error; 1e-12 in double, 1e-6 in single precision)
-        and ``maxiter``.
+        and ``maxiter`` (refinement steps, and ten times as many Krylov
+        iterations; at least 1).
     matching : {"auto", "on", "off"}
         LU: maximum-product row matching before the analysis; LDLᵀ/LDLᴴ: pairing
         of unknowns with weak diagonals into 2x2 pivots ("auto": on).
@@ -685,7 +701,7 @@ def spsolve(A, b, permc_spec=None, use_umfpack=True, **options):
     vector = bb.ndim == 1 or (bb.ndim == 2 and bb.shape[1] == 1)
     t0 = time.perf_counter()
     analysis = options.pop("analysis", None)
-    parsed = Options.parse(**options)
+    parsed = Options.from_keywords("spsolve", options)
     x = None
     if simplicial.applies(C, parsed, analysis):
         x = simplicial.solve(C, bb, parsed.ordering)

@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 
 from .analysis import analyze
+from .compression import Compression
 from .distributed import install_abort_handler, world
 from .distributed.numeric import wait_for_all
 from .errors import PastixError
@@ -19,22 +20,57 @@ KIND_CHOICES = ["auto", "llt", "ldlt", "ldlh", "lu"]
 PRECISION_CHOICES = ["auto", "double", "single", "mixed"]
 
 
-def example_matrix(spec):
-    """Matrix of a built-in example given as ``NAME:SIZE``, e.g. ``lap3d:30`` (see
+def example_spec(spec):
+    """``--example NAME:SIZE`` (e.g. ``lap3d:30``, ``lap3d:60x40x20``) checked, not built:
+    the matrix is made by :func:`example_matrix` once the command line is read, where
+    a size too large for memory is an error like any other (see
     :data:`pastixpy.gallery.PROBLEMS`)."""
-    from .gallery import PROBLEMS, problem
+    from .gallery import PROBLEMS
+
+    name, _, text = spec.partition(":")
+    if name not in PROBLEMS:
+        raise argparse.ArgumentTypeError(
+            f"unknown example {name!r}: choose one of {', '.join(PROBLEMS)} as NAME:SIZE, "
+            "e.g. lap3d:30 (--help says what each is)"
+        )
+    dims = PROBLEMS[name].dims
+    shape = "SIZE" if dims == 1 else f"SIZE or a shape {'x'.join('ABC'[:dims])}"
+    try:
+        size = [int(t) for t in text.split("x")]
+    except ValueError:
+        size = []
+    if len(size) not in {1, dims} or min(size) < 1:
+        raise argparse.ArgumentTypeError(
+            f"{name} needs a positive {shape}, as in {name}:20; got {spec!r}"
+        )
+    return spec
+
+
+def example_matrix(spec):
+    """The matrix of a checked ``--example`` spec (:func:`example_spec`)."""
+    from .errors import InvalidInputError
+    from .gallery import problem
 
     try:
         return problem(spec)
-    except ValueError:
-        choices = "; ".join(f"{k}:SIZE ({p.description})" for k, p in PROBLEMS.items())
-        raise argparse.ArgumentTypeError(f"unknown example {spec!r}; choose {choices}") from None
+    except MemoryError as exc:
+        raise InvalidInputError(
+            f"--example {spec} does not fit in memory ({exc}): choose a smaller SIZE"
+        ) from None
 
 
 def _example_names():
     from .gallery import PROBLEMS
 
     return list(PROBLEMS)
+
+
+def _examples_epilog():
+    from .gallery import PROBLEMS
+
+    return "built-in problems (--example NAME:SIZE):\n" + "\n".join(
+        f"  {k:<12} {p.description}" for k, p in PROBLEMS.items()
+    )
 
 
 def _add_source(p):
@@ -45,7 +81,7 @@ def _add_source(p):
     )
     src.add_argument(
         "--example",
-        type=example_matrix,
+        type=example_spec,
         metavar="NAME:SIZE",
         help="a built-in problem: " + ", ".join(f"{k}:SIZE" for k in _example_names()),
     )
@@ -62,11 +98,15 @@ def _parser():
     a = sub.add_parser(
         "analyze",
         help="order a matrix and forecast the fill, flops and memory of its factorization",
+        epilog=_examples_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_source(a)
     s = sub.add_parser(
         "solve",
         help="factor a matrix and solve A x = b (b = A @ ones unless --rhs is given)",
+        epilog=_examples_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_source(s)
     s.add_argument("--rhs", metavar="B.mtx", help="right-hand side(s), Matrix Market")
@@ -100,16 +140,16 @@ def _parser():
     s.add_argument(
         "--compress-strategy",
         choices=["jit", "minmem"],
-        default="jit",
         help="jit: each cblk compressed once factored, its panel having received its "
         "updates (default); minmem: no panel of a compressed cblk before it is factored "
-        "(lower peak memory, a little slower)",
+        f"(lower peak memory, a little slower). Implies --compress {Compression.tol:g} "
+        "when --compress is not given",
     )
     s.add_argument(
         "--compress-method",
         choices=["rrqr", "svd", "randomized"],
-        default="rrqr",
-        help="how a tile is compressed (default: rrqr, pivoted QR stopped at the tolerance)",
+        help="how a tile is compressed (default: rrqr, pivoted QR stopped at the "
+        f"tolerance). Implies --compress {Compression.tol:g} when --compress is not given",
     )
     return p
 
@@ -255,7 +295,7 @@ def _solve(args, A, b, comm=None):
 
 def _inputs(args):
     """The matrix and the right-hand side of a command (read, or made)."""
-    A = args.example if args.example is not None else read_matrix(args.matrix)
+    A = example_matrix(args.example) if args.example is not None else read_matrix(args.matrix)
     if args.command != "solve":
         return A, None
     if args.rhs is not None:
@@ -279,13 +319,17 @@ def _peak_memory():
 
 
 def _compress_option(args):
-    """The ``compress=`` of the command line's --compress options (None: off)."""
-    if args.compress is None:
-        return None
-    return (
-        "blr",
-        {"tol": args.compress, "strategy": args.compress_strategy, "method": args.compress_method},
-    )
+    """The ``compress=`` of the command line's --compress options (None: off).
+
+    ``--compress-strategy`` or ``--compress-method`` alone asks for compression too, at
+    the default tolerance: given, they are never ignored."""
+    params = {
+        "tol": args.compress,
+        "strategy": args.compress_strategy,
+        "method": args.compress_method,
+    }
+    params = {k: v for k, v in params.items() if v is not None}
+    return ("blr", params) if params else None
 
 
 def main(argv=None):

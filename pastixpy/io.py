@@ -172,15 +172,26 @@ def _fortran_format(fmt):
 
 
 def _fields(lines, fmt, count, kind):
-    """The first ``count`` fixed-width fields of ``lines``, parsed as int or float."""
+    """The first ``count`` fields of ``lines``, parsed as int or float.
+
+    A line holding exactly the values it should (``per_line``, or what is left), each
+    separated by blanks, is split at the blanks: some writers use narrower fields than
+    their format says (scipy's ``hb_write`` writes 24 characters under ``E25.16``), and
+    a number never holds a blank. Other lines are cut into fixed-width fields, as
+    Fortran reads them: packed fields (``-1.0E+00-2.0E+00``) have no blank between them.
+    """
     per_line, width = _fortran_format(fmt)
     out = []
     for line in lines:
         line = line.rstrip("\n")
-        for k in range(per_line):
-            field = line[k * width : (k + 1) * width].strip()
-            if field:
-                out.append(field)
+        tokens = line.split()
+        if len(tokens) == min(per_line, count - len(out)):
+            out.extend(tokens)
+        else:
+            for k in range(per_line):
+                field = line[k * width : (k + 1) * width].strip()
+                if field:
+                    out.append(field)
         if len(out) >= count:
             break
     if len(out) < count:

@@ -1,6 +1,7 @@
 """One grammar for options: ``'name'`` or ``('name', {kwargs})``, parsed in one place; the
 default of the ``threads`` options; factorize's options as one validated record."""
 
+import inspect
 import os
 from dataclasses import dataclass
 from numbers import Integral, Real
@@ -156,9 +157,13 @@ class Options:
         if "maxiter" in kw and not (
             isinstance(kw["maxiter"], Integral)
             and not isinstance(kw["maxiter"], bool)
-            and kw["maxiter"] >= 0
+            and kw["maxiter"] >= 1
         ):
-            raise OptionError(f"refine's maxiter must be an integer >= 0, got {kw['maxiter']!r}")
+            # 0 would leave the Krylov method no iteration at all: that is refine="none".
+            raise OptionError(
+                f"refine's maxiter must be an integer >= 1, got {kw['maxiter']!r} "
+                "(refine='none' for no refinement)"
+            )
         name, pkw = parse_option(precision, PRECISION_CHOICES, "precision")
         fallback = pkw.get("fallback", True)
         if not isinstance(fallback, bool):
@@ -190,6 +195,20 @@ class Options:
             compress=compress,
             comm=comm,
         )
+
+    @classmethod
+    def from_keywords(cls, caller, options):
+        """:meth:`parse` of a ``**options`` dict a function passes on to
+        :func:`pastixpy.factorize`: an unknown keyword is a ``TypeError`` naming
+        ``caller`` (the user's function, not this method) and the keywords it takes."""
+        known = inspect.signature(cls.parse).parameters
+        unknown = sorted(set(options) - set(known))
+        if unknown:
+            raise TypeError(
+                f"{caller}() got an unexpected keyword argument {unknown[0]!r}; "
+                f"factorize's options are: {', '.join(known)}"
+            )
+        return cls.parse(**options)
 
     @property
     def auto_kind(self):

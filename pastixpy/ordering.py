@@ -3,7 +3,8 @@
 Methods: nested dissection through METIS (``"metis"``), approximate minimum
 degree (``"amd"``, our kernel in ``ordering/amd.pyx``), reverse Cuthill-McKee
 (``"rcm"``), ``"natural"``, or a user permutation; ``"auto"`` (the default) is
-AMD on small graphs and METIS on the others. Before METIS or AMD, vertices
+AMD on small graphs and, on the others, AMD or METIS, whichever is forecast to cost less
+ordering plus factorization time. Before METIS or AMD, vertices
 with identical closed adjacency (the unknowns of one node of a multi-dof mesh)
 are merged into one weighted vertex; the quotient graph is ordered and expanded.
 METIS runs once per balance tolerance in ``ufactor``; the caller's ``cost``

@@ -14,9 +14,14 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import maximum_bipartite_matching
+from scipy.sparse.csgraph import connected_components, maximum_bipartite_matching
 
-from ._matching import max_product_column_matching, maximum_matching_size, ruiz_scaling
+from ._matching import (
+    grounded_pairs,
+    max_product_column_matching,
+    maximum_matching_size,
+    ruiz_scaling,
+)
 from ._matching import max_product_matching as _mc64_matching
 from .errors import SingularMatrixError
 from .kinds import KINDS
@@ -88,10 +93,17 @@ def check_structural_rank(A):
     if unmatched.size:
         shown = ", ".join(map(str, unmatched[:10].tolist()))
         more = f" and {unmatched.size - 10} more" if unmatched.size > 10 else ""
+        empty = np.flatnonzero(np.bincount(rows, minlength=A.shape[0]) == 0)
+        rows_said = (
+            f" (row(s) {', '.join(map(str, empty[:10].tolist()))}"
+            f"{f' and {empty.size - 10} more' if empty.size > 10 else ''} empty)"
+            if empty.size
+            else ""
+        )
         raise SingularMatrixError(
             f"the matrix is structurally singular: structural rank {A.shape[0] - unmatched.size} "
-            f"< {A.shape[0]}; no row can be matched to column(s) {shown}{more}. Check for empty "
-            "rows/columns or missing entries in the assembly",
+            f"< {A.shape[0]}; no row can be matched to column(s) {shown}{more}{rows_said}. "
+            "Check for empty rows/columns or missing entries in the assembly",
             columns=unmatched.tolist(),
         )
 
@@ -254,6 +266,14 @@ def pivot_pairs(B, weak=1e-2):
     matrices), and their zero pivots are then perturbed. Weak unknowns left
     over are paired greedily, with weak neighbours too.
 
+    Pairs alone do not make every pivot block nonsingular: eliminating a set S of
+    pairs is singular when the weak rows' couplings B_S are dependent, as for a cube's
+    6 tetrahedra paired with its 6 inner faces in a mixed finite element (a constant
+    potential on the cube has no divergence there). That needs a cycle among the
+    pairs (weak unknown p → its partner → another weak unknown coupled to it → ...);
+    where the matching's pairs have one, the weak unknowns are paired in the order
+    of :func:`_grounded_pairs` instead, which has none.
+
     Returns
     -------
     pairs : (m, 2) int64 array
@@ -264,9 +284,14 @@ def pivot_pairs(B, weak=1e-2):
     is_weak = diag < weak
     weak_idx = np.flatnonzero(is_weak)
     free = np.ones(n, dtype=bool)
+    grounded = np.empty((0, 2), dtype=np.int64)
     pairs = []
     if weak_idx.size:
         pairs = _matched_pairs(C, weak_idx, np.flatnonzero(~is_weak))
+        if _pairs_cycle(C, pairs, is_weak):
+            grounded = _grounded_pairs(C, is_weak, free)
+            rest = weak_idx[free[weak_idx]]
+            pairs = _matched_pairs(C, rest, np.flatnonzero(~is_weak & free)) if rest.size else []
         for i, j in pairs:
             free[i] = free[j] = False
     # What the matching left: weakest first, with the strongest free neighbour.
@@ -281,7 +306,48 @@ def pivot_pairs(B, weak=1e-2):
             j = rows[ok][np.argmax(vals[ok])]
             free[i] = free[j] = False
             pairs.append((i, j))
-    return np.array(pairs, dtype=np.int64).reshape(-1, 2)
+    return np.concatenate([grounded, np.array(pairs, dtype=np.int64).reshape(-1, 2)])
+
+
+def _pairs_cycle(C, pairs, is_weak):
+    """Whether (weak, strong) ``pairs`` close a cycle: p → q where q ≠ p is a weak
+    unknown coupled to p's partner (see :func:`pivot_pairs`)."""
+    if not len(pairs):
+        return False
+    P = np.asarray(pairs, dtype=np.int64)
+    n = C.shape[0]
+    # Column k of C[:, partners] holds the unknowns coupled to pair k's partner.
+    D = sp.csc_array(C[:, P[:, 1]])
+    rows = D.indices
+    src = P[np.repeat(np.arange(P.shape[0]), np.diff(D.indptr)), 0]
+    edge = (D.data != 0) & is_weak[rows] & (rows != src)
+    G = sp.csr_array((np.ones(int(edge.sum())), (src[edge], rows[edge])), shape=(n, n))
+    _, labels = connected_components(G, directed=True, connection="strong")
+    return bool(np.bincount(labels).max() > 1)
+
+
+def _grounded_pairs(C, is_weak, free):
+    """Pairs of weak unknowns with strong partners in an order that leaves no subset of
+    pairs exactly singular: each weak unknown is paired, strongest coupling first, with a
+    strong unknown none of whose other weak neighbours is still unpaired (first those
+    coupled to one weak unknown alone: a boundary face of a mixed finite element).
+
+    Why: eliminating a set S of unknowns, the block [[M_S, B_Sᵀ], [B_S, 0]] (M the strong
+    block, B the couplings of the weak rows, zero diagonal block) is singular when B_S's
+    rows are dependent. In the mixed Poisson problem a cube's 6 tetrahedra paired with
+    the cube's 6 inner faces are: the constant potential on the cube has no divergence
+    through inner faces, and an elimination subtree holding just them meets an exactly
+    zero pivot that no pivoting inside a diagonal block avoids. Paired in this order,
+    the weak rows' couplings to their partners are triangular (a partner touches only its
+    own weak unknown and ones paired before it), so B_S has independent rows for every S
+    that keeps pairs together, whatever the ordering. Pairs are marked in ``free``;
+    weak unknowns no such partner reaches (a closed loop of constraints) are left.
+
+    Returns
+    -------
+    pairs : (m, 2) int64 array of (weak, strong)
+    """
+    return grounded_pairs(C.indptr, C.indices, C.data, is_weak, free)
 
 
 def _matched_pairs(C, rows, cols):

@@ -205,11 +205,7 @@ class Solver:
         if method != "none":
             self._check_growth(x, b, trans)
         if warn and self.perturbed_columns and method != "none":
-            warnings.warn(
-                self.perturbed_message() + f"; the solution reached backward error {worst:.1e}",
-                PastixWarning,
-                stacklevel=5,
-            )
+            warnings.warn(self.perturbed_warning(worst), PastixWarning, stacklevel=5)
         if not np.isfinite(x).all():
             raise SingularMatrixError("the solve produced non-finite values: A is singular")
         return x, worst, steps, used
@@ -456,6 +452,21 @@ class Solver:
                 f"give a tol of at least {PRECISION_FLOOR * eps:.0e}"
             )
         cond = self.condition_estimate()
+        eps_f = np.finfo(self.factors.dtype).eps
+        if self.mixed and cond * eps_f >= 1:
+            # Past 1/eps of the factors' precision the estimate only says that they
+            # factor a singular matrix (a roundoff-sized pivot that Cholesky took as
+            # positive), and the factorization's check showed that b's in A's range
+            # solve: a nonsingular A that ill-conditioned would have failed it.
+            return SingularMatrixError(
+                f"the matrix is numerically singular and b is not in its range: the solve "
+                f"reached a backward error of {worst:.2e}, not {tol:.0e}, and the condition "
+                f"number estimated from the {self.factors.dtype} factors, {cond:.1e}, is past "
+                f"1/eps = {1 / eps_f:.1e} of their precision. Check that b satisfies the "
+                "model's compatibility conditions, or use a least-squares solver; "
+                "precision='double' tells a singular matrix from one too ill-conditioned "
+                "for single-precision factors"
+            )
         if cond * eps >= ILL_CONDITIONED:
             return SingularMatrixError(
                 f"the solve reached a backward error of {worst:.2e}, not {tol:.0e}: the matrix "
@@ -468,6 +479,97 @@ class Solver:
             f"the matrix is not ill-conditioned (condition number about {cond:.1e}): the "
             f"{self.kind.name} factorization lost accuracy to element growth in its pivots. "
             "Try kind='lu', refine='gmres', or float64/complex128"
+        )
+
+    @cached_property
+    def refined_condition(self):
+        """``(estimate of κ₁(A), worst backward error)`` of Hager–Higham's estimator run
+        on refined solves (once per factorization, made on first use).
+
+        Where pivots were perturbed the factors invert a perturbed matrix, whose norm of
+        inverse is about 1/pivot_tol whatever A's: refined to ``tol``, each solve applies
+        A⁻¹ itself. A singular A shows either way: the estimator's right-hand sides are
+        not in its range, so their refinement fails (a backward error above ``tol``) or
+        the estimate is past 1/eps.
+        """
+        n = self.n
+        norm1 = float(abs(self.C).sum(axis=0).max())
+        method, kw = self.refine
+        tol = kw.get("tol", default_tol(self.dtype))
+        # k perturbed pivots change the factored matrix by rank k: GMRES on a
+        # well-conditioned A converges in about k + 1 iterations, and a singular A's
+        # estimate is settled by its first failed solve, so neither need the option's
+        # whole budget.
+        cap = -(-(2 * len(self.perturbed_columns) + 10) // 10)
+        solver = replace(self, refine=(method, {**kw, "maxiter": min(kw.get("maxiter", 10), cap)}))
+        worst = [0.0]
+
+        def solve(V, trans):
+            x, berr, _, _ = solver.refined(
+                np.ascontiguousarray(np.asarray(V, dtype=self.dtype).reshape(n, -1)),
+                trans,
+                to_floor=False,
+            )
+            worst[0] = max(worst[0], float(berr.max()) if berr.size else 0.0)
+            if worst[0] > tol:
+                raise _Unsolved
+            # ‖A‖₁‖x‖₁/‖v‖₁ bounds κ₁ from below: past the threshold, the verdict is in.
+            with np.errstate(all="ignore"):
+                lower = norm1 * np.abs(x).sum(axis=0) / np.abs(V).reshape(n, -1).sum(axis=0)
+            if lower.max() * np.finfo(self.dtype).eps >= ILL_CONDITIONED:
+                raise _Unsolved(float(lower.max()))
+            return x
+
+        inv = sla.LinearOperator(
+            (n, n),
+            matvec=lambda v: solve(v, "N")[:, 0],
+            rmatvec=lambda v: solve(v, "H")[:, 0],
+            matmat=lambda V: solve(V, "N"),
+            rmatmat=lambda V: solve(V, "H"),
+            dtype=self.dtype,
+        )
+        try:
+            with blas_threads(self.threads), np.errstate(all="ignore"):
+                est = (
+                    sla.onenormest(inv, t=1, itmax=3)
+                    if n > 4
+                    else np.abs(_dense_inverse(inv, n)).sum(0).max()
+                )
+        except _Unsolved as stop:
+            return (stop.args[0] if stop.args else np.inf), worst[0]
+        return (float(norm1 * est) if np.isfinite(est) else np.inf), worst[0]
+
+    def perturbed_warning(self, worst):
+        """The warning of a solve that perturbed pivots did not stop, worded from a
+        condition estimate (:attr:`refined_condition`): "may be singular" only where
+        the estimate says so."""
+        cond, berr = self.refined_condition
+        tol = self.refine[1].get("tol", default_tol(self.dtype))
+        eps = np.finfo(self.dtype).eps
+        if berr > tol:
+            return (
+                f"{self._perturbed_pivots()}: the matrix may be singular or nearly so "
+                f"(refinement could not solve the condition estimate's systems to {tol:.0e}); "
+                f"the solution reached backward error {worst:.1e}"
+            )
+        if cond * eps < ILL_CONDITIONED:
+            return (
+                f"{self._perturbed_pivots()}, although the matrix is well conditioned "
+                f"(condition number about {cond:.1e}): refinement recovered the accuracy, "
+                f"the solution reached backward error {worst:.1e}"
+            )
+        return (
+            f"{self._perturbed_pivots()}: the matrix may be singular or nearly so (condition "
+            f"number at least {cond:.1e}); the solution reached backward error {worst:.1e}"
+        )
+
+    def _perturbed_pivots(self):
+        cols = self.perturbed_columns
+        shown = ", ".join(map(str, cols[:10]))
+        more = f" and {len(cols) - 10} more" if len(cols) > 10 else ""
+        return (
+            f"{len(cols)} pivot(s) smaller than {self.pivot_tol:.2e} were perturbed (static "
+            f"pivoting) at column(s) {shown}{more}"
         )
 
     def perturbed_message(self):
@@ -528,6 +630,11 @@ def into_range(b, dtype):
         return b.astype(dtype, copy=False), None
     scales = _binary_scales(top)
     return (b * scales).astype(dtype), scales
+
+
+class _Unsolved(Exception):
+    """The condition estimate's verdict is in before its end: a refined solve missed its
+    tolerance, or (with the lower bound on κ₁ as argument) showed κ₁ past the threshold."""
 
 
 def _column(v, dtype):

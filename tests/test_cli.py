@@ -260,3 +260,61 @@ def test_a_directory_as_input_says_so(capsys, tmp_path, where):
         argv += ["--rhs", str(tmp_path)]
     what = "a matrix file" if where == "matrix" else "a right-hand-side file"
     _one_line_error(capsys, argv, f"{tmp_path} is a directory, not {what}")
+
+
+@pytest.mark.parametrize(
+    "spec, expected",
+    [
+        ("foo:3", "unknown example 'foo': choose one of lap1d, lap2d, lap3d"),
+        ("lap3d", "lap3d needs a positive SIZE or a shape AxBxC, as in lap3d:20"),
+        ("lap3d:0", "lap3d needs a positive SIZE"),
+        ("lap2d:3x4x5", "lap2d needs a positive SIZE or a shape AxB"),
+        ("helmholtz2d:4x4", "helmholtz2d needs a positive SIZE, as in"),
+    ],
+)
+def test_bad_example_is_a_short_usage_error(capsys, spec, expected):
+    """A bad --example is a usage error (exit 2) of one short line, not the whole
+    registry's descriptions (which --help lists, one a line)."""
+    with pytest.raises(SystemExit) as info:
+        main(["solve", "--example", spec])
+    assert info.value.code == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert expected in last and len(last) < 250
+
+
+def test_help_describes_the_examples(capsys):
+    with pytest.raises(SystemExit):
+        main(["analyze", "--help"])
+    out = capsys.readouterr().out
+    assert "elast3d      3D linear elasticity" in out
+
+
+def test_example_too_large_for_memory_is_one_line_error(capsys):
+    """The example is built after the command line is read: a size whose matrix cannot
+    be allocated is the one-line error of exit status 1, not a traceback."""
+    assert main(["analyze", "--example", "lap3d:3000000"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("pastixpy: error: --example lap3d:3000000 does not fit in memory")
+    assert "choose a smaller SIZE" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "flags, strategy, method",
+    [
+        (["--compress-strategy", "minmem"], "minmem", "rrqr"),
+        (["--compress-method", "svd"], "jit", "svd"),
+        (["--compress", "1e-6", "--compress-method", "randomized"], "jit", "randomized"),
+    ],
+)
+def test_compress_strategy_or_method_alone_implies_compression(capsys, flags, strategy, method):
+    """--compress-strategy / --compress-method were ignored without --compress: they now
+    ask for compression at the default tolerance (1e-8) unless --compress gives one."""
+    assert main(["solve", "--example", "lap2d:30", "--json", *flags]) == 0
+    c = json.loads(capsys.readouterr().out)["compression"]
+    assert (c["strategy"], c["method"]) == (strategy, method)
+    assert c["tol"] == (1e-6 if "--compress" in flags else 1e-8)
+
+
+def test_no_compress_flag_means_no_compression(capsys):
+    assert main(["solve", "--example", "lap2d:30", "--json"]) == 0
+    assert not json.loads(capsys.readouterr().out).get("compression")

@@ -1,5 +1,7 @@
 """Reading matrices: Matrix Market through scipy, Harwell-Boeing through our reader."""
 
+import re
+
 import numpy as np
 import pytest
 import scipy.io
@@ -27,7 +29,9 @@ def _write_hb(path, A, mxtype, valfmt="(3E26.17)", lower=False):
 
     p = lines(ptr, 10, lambda v: f"{v:8d}")
     i = lines(ind, 10, lambda v: f"{v:8d}")
-    v = [] if mxtype[0] == "P" else lines(vals, 3, lambda x: f"{x:26.17E}".replace("E", "D"))
+    per, width, digits = map(int, re.fullmatch(r"\((\d+)E(\d+)\.(\d+)\)", valfmt).groups())
+    v = lines(vals, per, lambda x: f"{x:{width}.{digits}E}".replace("E", "D"))
+    v = [] if mxtype[0] == "P" else v
     with open(path, "w") as f:
         f.write(
             HEADER.format(
@@ -57,6 +61,26 @@ def test_real_unsymmetric_written_by_scipy(tmp_path):
     A = _random(30)
     scipy.io.hb_write(tmp_path / "a.rua", sp.csc_matrix(A))
     assert abs(read_matrix(tmp_path / "a.rua") - A).max() < 1e-15
+
+
+def test_scipy_hb_write_with_negative_values(tmp_path):
+    """scipy's hb_write writes 24-character fields under E25.16: with negative values the
+    fields are read at the blanks between them (scipy's hb_read reads them so)."""
+    A = sp.csc_array(_random(30) * -1e5 + 1e-3 * sp.eye_array(30))
+    scipy.io.hb_write(tmp_path / "a.rua", sp.csc_matrix(A))
+    B = read_matrix(tmp_path / "a.rua")
+    assert (B != A).nnz == 0
+    assert (B != sp.csc_array(scipy.io.hb_read(tmp_path / "a.rua"))).nnz == 0
+
+
+def test_packed_fixed_width_fields(tmp_path):
+    """Fields with no blank between them (a minus sign filling the field) are cut at
+    the format's width, as Fortran reads them."""
+    A = sp.csc_array(-_random(20, seed=4))
+    path = tmp_path / "p.rua"
+    _write_hb(path, A, "RUA", valfmt="(3E24.17)")
+    assert "D+00-" in path.read_text()
+    assert abs(read_matrix(path) - A).max() <= 1e-15 * abs(A).max()
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..matrix import canonical_csc
+from ..preprocess import check_structural_rank
 
 #: Relative size of A − Aᵀ under which a matrix counts as (complex) symmetric.
 SYMMETRY_TOL = 1e-12
@@ -34,6 +35,20 @@ def check_matrix(A, argname="A"):
     R = sp.csr_array(C, dtype=dtype)
     R.sum_duplicates()
     R.sort_indices()
+    return R
+
+
+def structurally_nonsingular(R):
+    """``R`` (CSR, from :func:`check_matrix`) once its structure is known to allow a
+    nonzero determinant.
+
+    An empty row or column makes every level's matrix singular, whatever the coarsening:
+    the :class:`~pastixpy.errors.SingularMatrixError` names the column here rather than
+    a coarse level's numbering later.
+    """
+    rows = np.repeat(np.arange(R.shape[0]), np.diff(R.indptr))
+    if np.count_nonzero(rows == R.indices) < R.shape[0]:  # a full diagonal is a matching
+        check_structural_rank(sp.csc_array(R))
     return R
 
 

@@ -153,7 +153,8 @@ def cr_split(A, theta=0.6, gamma=0.85, extend=0.6):
     Returns
     -------
     fmask : ndarray of bool
-        The F points; every F row has ``Σ_{j∈F, j≠i} |a_ij| <= gamma |a_ii|``.
+        The F points; every F row has ``Σ_{j∈F, j≠i} |a_ij| <= gamma |a_ii|`` and
+        ``a_ii ≠ 0``.
     """
     A = sp.csr_array(A)
     n = A.shape[0]
@@ -162,6 +163,10 @@ def cr_split(A, theta=0.6, gamma=0.85, extend=0.6):
     off = rows != A.indices
     mag = np.where(off, abs(A.data), 0.0)
     budget = gamma * abs(A.diagonal())
+    # A zero diagonal entry (an empty row among them) cannot be an F point: F-relaxation
+    # and the ideal interpolation divide by it. Its budget of -1 puts it over budget
+    # whatever its F couplings, including none.
+    budget[budget == 0] = -1.0
     # F couplings of each row: Σ_{j∈F, j≠i} |a_ij|.
     used = np.bincount(rows, weights=mag * fmask[A.indices], minlength=n)
     ptr, idx = memoryview(A.indptr), memoryview(A.indices)

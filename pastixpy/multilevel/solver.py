@@ -9,7 +9,7 @@ import scipy.sparse.linalg as sla
 
 from ..errors import OptionError
 from ..krylov import _gmres, check_rhs
-from .checks import check_matrix
+from .checks import check_matrix, structurally_nonsingular
 from .coarse import parse_coarse_solver
 from .coarsening import COARSENINGS
 from .cycle import Cycle, parse_cycle
@@ -123,7 +123,8 @@ def helmholtz_solver(
     OptionError
         An option is not understood (the message says what it takes).
     SingularMatrixError
-        The coarsest level is singular.
+        A is structurally singular (an empty row or column: the columns are named), or
+        the coarsest level is singular.
 
     Examples
     --------
@@ -151,7 +152,7 @@ def helmholtz_solver(
     )
     rng = np.random.default_rng(seed)
     # No name holds the CSR copy here: build_levels may free it after the first level.
-    levels = build_levels(check_matrix(A), opts, rng, original=A)
+    levels = build_levels(structurally_nonsingular(check_matrix(A)), opts, rng, original=A)
     return MultilevelSolver(levels, opts, time.perf_counter() - t0)
 
 
