@@ -31,8 +31,9 @@ from .. import _numeric
 #: is counted against an address-space limit whether or not it exists yet.
 BLAS_BUFFER_BYTES = 32 * 2**20 + 4096
 
-#: Bytes of a Storage descriptor and a scheduler's per-cblk state (lock, counters).
-PER_CBLK_BYTES = 256
+#: Bytes per cblk of a Storage descriptor (about 80) and the threaded scheduler's state
+#: (a lock and three counters).
+PER_CBLK_BYTES = 160
 
 #: Scalars of the compression workspace of an h x w tile, per method (``lowrank.pxi``: a
 #: copy of the tile, and for the SVD and the randomized range finder the factors and
@@ -146,10 +147,11 @@ def forecast(
     sizes = np.asarray(layout.panel_sizes, dtype=np.int64)
     work = threads * _numeric.work_scalars(layout.structure, kind_code, isz) * isz
     copy = entries * source_itemsize if source_itemsize != isz else 0
+    # Pivots.empty: pert, and lperm (local pivots), pivtype and dsub (LDLᵀ).
     fixed = (
         entries * isz
         + copy
-        + n * (8 + 2 + isz)  # lperm, pivtype, pert, dsub
+        + n * (1 + (8 if kind.local_pivots else 0) + (1 + isz if kind.block_diagonal else 0))
         + layout.ncblk * PER_CBLK_BYTES
     )
     reserve = thread_reserve(threads, stack_bytes)
