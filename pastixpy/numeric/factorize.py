@@ -5,6 +5,7 @@ import ctypes
 import ctypes.util
 
 import numpy as np
+from scipy.linalg import lapack
 
 from .. import _numeric
 from ..errors import NotPositiveDefiniteError, OutOfMemoryError
@@ -147,6 +148,7 @@ def factorize_numeric(
         # OpenBLAS retries that map forever where it fails.
         release_free_memory()
         room = check_memory(fc.least, _what(fc), advice, reserve=fc.reserve, detail=fc.describe())
+        map_blas_buffers()
     try:
         storage = _numeric.Storage(
             layout.structure,
@@ -187,6 +189,16 @@ def factorize_numeric(
     storage.freeze()
     pivots.freeze()
     return Factors(kind, layout, storage, pivots, threads)
+
+
+def map_blas_buffers():
+    """Have numpy's and scipy's OpenBLAS map the calling thread's buffer now (a 1 x 1
+    Cholesky each; nothing where they exist), while the room checked for them is there:
+    mapped later, after the tiles took that room, OpenBLAS would retry forever or end
+    the process."""
+    one = np.ones((1, 1))
+    np.linalg.cholesky(one)
+    lapack.dpotrf(one)
 
 
 def _raise_if_failed(failed, analysis):
@@ -250,9 +262,12 @@ def out_of_memory(reason, fc, room, advice):
         needed = f"{gib(fc.least)}"
     else:
         needed = f"{gib(fc.least)} to {gib(fc.most)}, as the tiles compress"
+    reserve = fc.reserve if room is not None and room.address_space else 0
+    if reserve:
+        needed += f", and {gib(reserve)} of threads' address space"
     return OutOfMemoryError(
         f"{reason}: {_what(fc)} need {needed} [{fc.describe()}] and this process could "
         f"take only {gib(available)} more{where}; {advice}",
-        needed=fc.most,
+        needed=fc.most + reserve,
         available=available,
     )

@@ -64,8 +64,9 @@ class Forecast:
         The peak: with every compressed tile at its smallest, and with every tile dense
         (equal at full rank). Everything above is included.
     reserve : int
-        Address space the threads add besides: OpenBLAS's buffer per thread and the
-        worker threads' stacks (counted against an address-space limit only).
+        Address space the threads add besides: OpenBLAS's buffer per thread (and
+        numpy's OpenBLAS's for the calling thread) and the worker threads' stacks
+        (counted against an address-space limit only).
     """
 
     strategy: str
@@ -103,8 +104,9 @@ def gib(nbytes):
 
 def thread_reserve(threads, stack_bytes):
     """:attr:`Forecast.reserve` for ``threads`` threads whose stacks take ``stack_bytes``
-    each (the calling thread's exists already)."""
-    return threads * BLAS_BUFFER_BYTES + (threads - 1) * stack_bytes
+    each (the calling thread's exists already): scipy's OpenBLAS buffer for each, and
+    numpy's for the calling thread (the refinement's products)."""
+    return (threads + 1) * BLAS_BUFFER_BYTES + (threads - 1) * stack_bytes
 
 
 def forecast(
