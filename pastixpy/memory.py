@@ -41,6 +41,13 @@ def address_space_limited():
     return _address_space() is not None
 
 
+def address_space_room():
+    """Bytes of address space this process may still map under ``ulimit -v``, or None
+    where it has no such limit."""
+    room = _address_space()
+    return None if room is None else room.bytes
+
+
 def check_memory(needed, what, advice, reserve=0, detail=""):
     """Raise :class:`OutOfMemoryError` when ``needed`` bytes exceed the headroom.
 

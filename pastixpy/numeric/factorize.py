@@ -9,10 +9,16 @@ from scipy.linalg import lapack
 
 from .. import _numeric
 from ..errors import NotPositiveDefiniteError, OutOfMemoryError
-from ..memory import address_space_limited, check_memory, headroom, stack_bytes
+from ..memory import (
+    address_space_limited,
+    address_space_room,
+    check_memory,
+    headroom,
+    stack_bytes,
+)
 from ..options import available_cores
 from .factors import Factors, Pivots
-from .forecast import forecast, gib
+from .forecast import BLAS_BUFFER_BYTES, forecast, gib
 from .threads import blas_threads, kernel_threads
 
 #: Factors smaller than this are allocated without reading the memory limits first
@@ -141,14 +147,20 @@ def factorize_numeric(
     )
     advice = memory_advice(kind, B.dtype, dtype, compression, threads)
     room = None
+    reserve = fc.reserve
     if fc.least >= MEMORY_CHECK_MIN_BYTES or address_space_limited():
         # Trimming the heap takes longer than small factors take to allocate, and
         # moves no peak that matters there. Under an address-space limit even small
         # ones are checked: a thread's first BLAS call maps OpenBLAS's buffer, and
         # OpenBLAS retries that map forever where it fails.
         release_free_memory()
-        room = check_memory(fc.least, _what(fc), advice, reserve=fc.reserve, detail=fc.describe())
-        map_blas_buffers()
+        space = address_space_room()
+        if space is not None and space >= 2 * BLAS_BUFFER_BYTES:
+            # The calling thread's OpenBLAS buffers (numpy's, scipy's) mapped now, where
+            # missing, are then in the mapped size the check reads: not counted twice.
+            map_blas_buffers()
+            reserve -= 2 * BLAS_BUFFER_BYTES
+        room = check_memory(fc.least, _what(fc), advice, reserve=reserve, detail=fc.describe())
     try:
         storage = _numeric.Storage(
             layout.structure,
@@ -182,7 +194,7 @@ def factorize_numeric(
             raise
         reason = str(exc) or "an allocation failed"
         storage = values_l = values_u = pivots = None  # noqa: F841 (freed before measuring)
-        raise out_of_memory(reason, fc, room, advice) from None
+        raise out_of_memory(reason, fc, room, advice, reserve) from None
     _raise_if_failed(failed, analysis)
     if progress is not None:
         progress(1.0)
@@ -251,10 +263,11 @@ def _what(fc):
     return "the factors" if fc.strategy == "full" else f"the factors ({fc.strategy} compression)"
 
 
-def out_of_memory(reason, fc, room, advice):
+def out_of_memory(reason, fc, room, advice, reserve):
     """The OutOfMemoryError for an allocation that failed during the factorization
     (``reason``: the kernels' words) with forecast ``fc``; ``room``: the headroom
-    checked before allocating, else measured now."""
+    checked before allocating, else measured now; ``reserve``: the threads' address
+    space still to be mapped then."""
     room = room if room is not None else headroom()
     available = 0 if room is None else room.bytes
     where = "" if room is None else f" ({room.limit})"
@@ -262,7 +275,7 @@ def out_of_memory(reason, fc, room, advice):
         needed = f"{gib(fc.least)}"
     else:
         needed = f"{gib(fc.least)} to {gib(fc.most)}, as the tiles compress"
-    reserve = fc.reserve if room is not None and room.address_space else 0
+    reserve = reserve if room is not None and room.address_space else 0
     if reserve:
         needed += f", and {gib(reserve)} of threads' address space"
     return OutOfMemoryError(
