@@ -155,11 +155,15 @@ def factorize_numeric(
         # OpenBLAS retries that map forever where it fails.
         release_free_memory()
         space = address_space_room()
-        if space is not None and space >= 2 * BLAS_BUFFER_BYTES:
-            # The calling thread's OpenBLAS buffers (numpy's, scipy's) mapped now, where
-            # missing, are then in the mapped size the check reads: not counted twice.
-            map_blas_buffers()
-            reserve -= 2 * BLAS_BUFFER_BYTES
+        # GMRES refines the solves of compressed and mixed-precision factors (numpy's
+        # LAPACK for its least-squares problems).
+        gmres = compression is not None or dtype != B.dtype
+        buffers = (2 if gmres else 1) * BLAS_BUFFER_BYTES
+        if space is not None and space >= buffers:
+            # The calling thread's OpenBLAS buffers mapped now, where missing, are then
+            # in the mapped size the check reads: not counted twice.
+            map_blas_buffers(gmres)
+            reserve -= buffers
         room = check_memory(fc.least, _what(fc), advice, reserve=reserve, detail=fc.describe())
     try:
         storage = _numeric.Storage(
@@ -203,14 +207,15 @@ def factorize_numeric(
     return Factors(kind, layout, storage, pivots, threads)
 
 
-def map_blas_buffers():
-    """Have numpy's and scipy's OpenBLAS map the calling thread's buffer now (a 1 x 1
-    Cholesky each; nothing where they exist), while the room checked for them is there:
-    mapped later, after the tiles took that room, OpenBLAS would retry forever or end
-    the process."""
+def map_blas_buffers(numpy_too):
+    """Have scipy's OpenBLAS (and with ``numpy_too`` numpy's) map the calling thread's
+    buffer now (a 1 x 1 Cholesky each; nothing where it exists), while the room checked
+    for it is there: mapped later, after the factors took that room, OpenBLAS would
+    retry forever or end the process."""
     one = np.ones((1, 1))
-    np.linalg.cholesky(one)
     lapack.dpotrf(one)
+    if numpy_too:
+        np.linalg.cholesky(one)
 
 
 def _raise_if_failed(failed, analysis):

@@ -65,8 +65,9 @@ class Forecast:
         (equal at full rank). Everything above is included.
     reserve : int
         Address space the threads add besides: OpenBLAS's buffer per thread (and
-        numpy's OpenBLAS's for the calling thread) and the worker threads' stacks
-        (counted against an address-space limit only).
+        numpy's OpenBLAS's for the calling thread where GMRES refines the solves:
+        :func:`thread_reserve`) and the worker threads' stacks (counted against an
+        address-space limit only).
     """
 
     strategy: str
@@ -102,11 +103,13 @@ def gib(nbytes):
     return f"{nbytes / 2**30:.2f} GiB"
 
 
-def thread_reserve(threads, stack_bytes):
+def thread_reserve(threads, stack_bytes, gmres):
     """:attr:`Forecast.reserve` for ``threads`` threads whose stacks take ``stack_bytes``
     each (the calling thread's exists already): scipy's OpenBLAS buffer for each, and
-    numpy's for the calling thread (the refinement's products)."""
-    return (threads + 1) * BLAS_BUFFER_BYTES + (threads - 1) * stack_bytes
+    with ``gmres`` (the solves of compressed or mixed-precision factors are refined by
+    GMRES, whose small least-squares problems go through numpy's LAPACK) numpy's for
+    the calling thread."""
+    return (threads + bool(gmres)) * BLAS_BUFFER_BYTES + (threads - 1) * stack_bytes
 
 
 def forecast(
@@ -156,7 +159,7 @@ def forecast(
         + n * (1 + (8 if kind.local_pivots else 0) + (1 + isz if kind.block_diagonal else 0))
         + layout.ncblk * PER_CBLK_BYTES
     )
-    reserve = thread_reserve(threads, stack_bytes)
+    reserve = thread_reserve(threads, stack_bytes, compression is not None or copy > 0)
     if compression is None:
         panels = copies * int(sizes.sum()) * isz
         total = panels + fixed + work
