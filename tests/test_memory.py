@@ -163,7 +163,7 @@ print(json.dumps({"peak": seen["peak"], "least": fc.least, "most": fc.most,
 """
 
 
-def _child(code, *args, timeout=120, env=()):
+def _child(cwd, code, *args, timeout=120, env=()):
     # Away from the source tree, on the package these tests import.
     env = {**os.environ, "PYTHONPATH": str(Path(pastixpy.__file__).parents[1]), **dict(env)}
     return subprocess.run(
@@ -171,14 +171,14 @@ def _child(code, *args, timeout=120, env=()):
         capture_output=True,
         text=True,
         timeout=timeout,
-        cwd=Path(pastixpy.__file__).parents[1] / "tests",
+        cwd=cwd,
         env=env,
     )
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
 @pytest.mark.parametrize("strategy, threads", [("full", 1), ("full", 2), ("jit", 2), ("minmem", 2)])
-def test_forecast_covers_the_measured_peak(strategy, threads):
+def test_forecast_covers_the_measured_peak(tmp_path, strategy, threads):
     """Each strategy's forecast (every allocation of the numeric phase: panels, work
     buffers per thread, A's entries, compressed cblks' panels, tiles and work) holds
     the numeric phase's measured peak, and is not far above it."""
@@ -186,7 +186,7 @@ def test_forecast_covers_the_measured_peak(strategy, threads):
     # the mapped size follows the allocations (not arenas reserved ahead, nor freed
     # blocks reused inside them).
     malloc = {"MALLOC_MMAP_THRESHOLD_": "131072", "MALLOC_ARENA_MAX": "1"}
-    out = _child(_PEAK, strategy, threads, env=malloc)
+    out = _child(tmp_path, _PEAK, strategy, threads, env=malloc)
     assert out.returncode == 0, out.stderr
     r = json.loads(out.stdout.strip().splitlines()[-1])
     assert r["threads"] == threads and r["compressed"] == (strategy != "full")
@@ -242,12 +242,12 @@ print(json.dumps(out))
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS and /proc: Linux")
 @pytest.mark.parametrize("strategy, threads", [("full", 1), ("full", 2), ("jit", 2), ("minmem", 2)])
-def test_under_address_space_limits_success_or_a_package_error(strategy, threads):
+def test_under_address_space_limits_success_or_a_package_error(tmp_path, strategy, threads):
     """From too little to enough address space: each run succeeds or raises
     OutOfMemoryError saying what is needed, what is available and what to try, never a
     plain MemoryError and never a hang (OpenBLAS retries forever a buffer it cannot
     map: the threads' buffers are counted)."""
-    out = _child(_LIMITS, strategy, threads, timeout=60)
+    out = _child(tmp_path, _LIMITS, strategy, threads, timeout=60)
     assert out.returncode == 0, out.stderr
     runs = json.loads(out.stdout.strip().splitlines()[-1])
     assert runs[-1]["error"] is None, runs  # enough room: it fits
@@ -259,3 +259,21 @@ def test_under_address_space_limits_success_or_a_package_error(strategy, threads
         assert r["needed"] > r["available"] >= 0, r
         assert "GiB" in r["message"] and "ulimit -v" in r["message"], r
         assert "compress=" in r["message"] or "precision='mixed'" in r["message"], r
+
+
+def test_a_solve_that_cannot_allocate_raises_the_package_error(monkeypatch):
+    """The solve's work buffers (kernels) or vectors (numpy) not allocated: the
+    package's OutOfMemoryError with what a solve holds and what to try."""
+    A = laplacian((8, 8, 8))
+    F = pastixpy.factorize(A)
+
+    def fail(self, X, trans="N"):
+        raise MemoryError("cannot allocate the solve work buffers")
+
+    monkeypatch.setattr(pastixpy.numeric.Factors, "solve_inplace", fail)
+    with pytest.raises(pastixpy.OutOfMemoryError) as e:
+        F.solve(np.ones((A.shape[0], 3)))
+    assert e.value.needed > 0 and e.value.available >= 0
+    message = str(e.value)
+    assert "cannot allocate the solve work buffers" in message and "3 right-hand" in message
+    assert "fewer right-hand sides" in message
