@@ -79,7 +79,12 @@ class Analysis:
         return self.tree.sep_ptr, self.tree.sep_parent
 
     def memory_forecast(self, dtype="float64", kind=None):
-        """Bytes of factor storage for a value dtype (L, plus U for LU).
+        """Bytes of factor storage for a value dtype (L, plus U for LU), full rank.
+
+        The factors alone: before allocating, the numeric phase forecasts everything it
+        allocates for the strategy it runs (work buffers per thread, A's entries,
+        compression's panels, tiles and work: :mod:`pastixpy.numeric.forecast`) and
+        checks that.
 
         Examples
         --------

@@ -36,9 +36,12 @@ class OutputError(PastixError, OSError):
 
 
 class OutOfMemoryError(PastixError, MemoryError):
-    """A factorization would need more memory than this process may take.
+    """A factorization or a solve needs more memory than this process may take.
 
-    Raised before the allocation, from the analysis's forecast.
+    Raised before anything is allocated for the factors, from the forecast of the
+    strategy used (:mod:`pastixpy.numeric.forecast`), or where an allocation still
+    fails during a factorization or a solve (numpy's or the kernels'); the message
+    says what is needed, what is available under which limit, and what to try.
 
     Attributes
     ----------

@@ -21,10 +21,13 @@ _NO_LIMIT = 2**60
 
 @dataclass(frozen=True)
 class Headroom:
-    """Bytes this process may still allocate, and which limit sets that figure."""
+    """Bytes this process may still allocate, and which limit sets that figure
+    (``address_space``: the address-space limit, against which mappings count whether
+    or not their pages are ever used)."""
 
     bytes: int
     limit: str
+    address_space: bool = False
 
 
 def headroom():
@@ -33,20 +36,52 @@ def headroom():
     return min(found, key=lambda h: h.bytes) if found else None
 
 
-def check_memory(needed, what, advice):
+def address_space_limited():
+    """Whether an address-space limit (``ulimit -v``) is set."""
+    return _address_space() is not None
+
+
+def address_space_room():
+    """Bytes of address space this process may still map under ``ulimit -v``, or None
+    where it has no such limit."""
+    room = _address_space()
+    return None if room is None else room.bytes
+
+
+def check_memory(needed, what, advice, reserve=0, detail=""):
     """Raise :class:`OutOfMemoryError` when ``needed`` bytes exceed the headroom.
 
-    ``what`` names the allocation (``"the factors"``), ``advice`` says what to try.
+    ``what`` names the allocation (``"the factors"``), ``advice`` says what to try,
+    ``detail`` (optional) what the figure is made of. ``reserve`` bytes of address
+    space come on top under an address-space limit only (threads' stacks and buffers:
+    mapped, mostly never touched). Returns the headroom (None where no limit is known).
     """
     room = headroom()
-    if room is None or needed <= room.bytes:
-        return
-    raise OutOfMemoryError(
-        f"{what} need {_gib(needed)} but this process may take only {_gib(room.bytes)} "
-        f"more ({room.limit}); {advice}",
-        needed=needed,
+    if room is not None and needed > room.bytes:
+        raise _refused(needed, 0, room, what, advice, detail)
+    space = _address_space() if reserve else None
+    if space is not None and needed + reserve > space.bytes:
+        raise _refused(needed, reserve, space, what, advice, detail)
+    return room
+
+
+def _refused(needed, reserve, room, what, advice, detail):
+    extra = f" and {_gib(reserve)} of threads' address space" if reserve else ""
+    return OutOfMemoryError(
+        f"{what} need {_gib(needed)}{extra} but this process may take only "
+        f"{_gib(room.bytes)} more ({room.limit})"
+        + (f" [{detail}]" if detail else "")
+        + f"; {advice}",
+        needed=needed + reserve,
         available=room.bytes,
     )
+
+
+def stack_bytes():
+    """A new thread's stack: glibc gives it the soft stack limit (8 MiB where that is
+    unlimited)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_STACK)
+    return 8 * 2**20 if soft == resource.RLIM_INFINITY else int(soft)
 
 
 def _gib(nbytes):
@@ -62,7 +97,7 @@ def _address_space():
     except (OSError, ValueError, IndexError):
         return None
     mapped = pages * os.sysconf("SC_PAGE_SIZE")
-    return Headroom(max(0, soft - mapped), f"address-space limit {_gib(soft)}, ulimit -v")
+    return Headroom(max(0, soft - mapped), f"address-space limit {_gib(soft)}, ulimit -v", True)
 
 
 def _cgroup():

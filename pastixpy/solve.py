@@ -23,10 +23,15 @@ import numpy as np
 import scipy.sparse.linalg as sla
 
 from . import _numeric
-from .errors import PastixWarning, SingularMatrixError
+from .errors import OutOfMemoryError, PastixWarning, SingularMatrixError
+from .memory import headroom
 from .numeric import blas_threads
 from .ordering import inverse_permutation
 from .refine import backward_error, refine
+
+#: Vectors of n entries per right-hand side a refined solve may hold at once: x, b, the
+#: residual, copies in pivot order, and GMRES's basis (restarted every 30 iterations).
+SOLVE_VECTORS = 40
 
 
 def default_tol(dtype):
@@ -151,25 +156,52 @@ class Solver:
         # b converted to a lower precision (precision="single") is first brought into
         # its range, column by column, by a power of two that x is divided by after.
         b2, scales = into_range(b2, self.dtype)
-        with blas_threads(self.threads):
-            if np.iscomplexobj(b2) and not np.iscomplexobj(np.empty(0, self.dtype)):
-                # Real factors: the real and imaginary parts are two real systems.
-                re, berr_re, s_re, used = self._checked(self._real_part(b2.real), trans, warn)
-                im, berr_im, s_im, used_im = self._checked(self._real_part(b2.imag), trans, warn)
-                x, berr, steps = re + 1j * im, max(berr_re, berr_im), s_re + s_im
-                used = max(used, used_im, key=len)
-            else:
-                x, berr, steps, used = self._checked(b2.astype(self.dtype, copy=False), trans, warn)
-        info = SolveInfo(berr, steps, used, time.perf_counter() - t0)
-        x = x.astype(dtype, copy=False)
-        if scales is not None:
-            x = x / scales
-            if not np.isfinite(x).all():
-                raise SingularMatrixError(
-                    f"the solution overflows {dtype}: its entries lie beyond the largest "
-                    "float; scale A or b"
-                )
-        return x, info
+        try:
+            with blas_threads(self.threads):
+                if np.iscomplexobj(b2) and not np.iscomplexobj(np.empty(0, self.dtype)):
+                    # Real factors: the real and imaginary parts are two real systems.
+                    re, berr_re, s_re, used = self._checked(self._real_part(b2.real), trans, warn)
+                    im, berr_im, s_im, used_im = self._checked(
+                        self._real_part(b2.imag), trans, warn
+                    )
+                    x, berr, steps = re + 1j * im, max(berr_re, berr_im), s_re + s_im
+                    used = max(used, used_im, key=len)
+                else:
+                    x, berr, steps, used = self._checked(
+                        b2.astype(self.dtype, copy=False), trans, warn
+                    )
+            info = SolveInfo(berr, steps, used, time.perf_counter() - t0)
+            x = x.astype(dtype, copy=False)
+            if scales is not None:
+                x = x / scales
+                if not np.isfinite(x).all():
+                    raise SingularMatrixError(
+                        f"the solution overflows {dtype}: its entries lie beyond the largest "
+                        "float; scale A or b"
+                    )
+            return x, info
+        except MemoryError as exc:
+            if isinstance(exc, OutOfMemoryError):
+                raise
+            raise self._out_of_memory(str(exc), b2) from None
+
+    def _out_of_memory(self, reason, b2):
+        """OutOfMemoryError for an allocation of a solve that failed (numpy's or the
+        kernels' work buffers), with about what a refined solve holds."""
+        nrhs = b2.shape[1] if b2.ndim > 1 else 1
+        needed = SOLVE_VECTORS * self.n * nrhs * np.dtype(self.dtype).itemsize
+        room = headroom()
+        available = 0 if room is None else room.bytes
+        where = "" if room is None else f" ({room.limit})"
+        return OutOfMemoryError(
+            f"{reason or 'an allocation failed'}: a refined solve of {nrhs} right-hand "
+            f"side(s) holds about {needed / 2**30:.2f} GiB besides the factors and this "
+            f"process may take only {available / 2**30:.2f} GiB more{where}; solve fewer "
+            "right-hand sides at once, or factor with compress= or precision='mixed' "
+            "(smaller factors leave more room)",
+            needed=needed,
+            available=available,
+        )
 
     @cached_property
     def in_double(self):

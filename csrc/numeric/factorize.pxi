@@ -269,6 +269,19 @@ def factorize(Structure structure, Storage storage, int kind, double tol, assemb
     return count, failed
 
 
+def work_scalars(Structure structure, int kind, int itemsize):
+    """Scalars of the work buffers :func:`factorize` allocates per thread before the first
+    cblk (update products, LDLᵀ's W, a scratch: ``workspace_sizes``) for ``structure``
+    and a kind of :data:`KIND_CODES`, in a dtype of ``itemsize`` bytes: the memory
+    forecast counts them."""
+    cdef FactorState P
+    cdef idx_t sizes[3]
+    P.B = structure.B
+    P.ops = kind_ops(kind, False)
+    workspace_sizes(&P, 0, P.B.ncblk, itemsize, sizes)
+    return int(sizes[0] + sizes[1] + sizes[2])
+
+
 cdef int check_factored(const FactorState* P, Storage storage) except -1:
     """Raise unless every cblk to factor is held here as a dense panel and every cblk
     it faces is held here or has a fan-in panel."""

@@ -5,12 +5,20 @@ import ctypes
 import ctypes.util
 
 import numpy as np
+from scipy.linalg import lapack
 
 from .. import _numeric
 from ..errors import NotPositiveDefiniteError, OutOfMemoryError
-from ..memory import check_memory
+from ..memory import (
+    address_space_limited,
+    address_space_room,
+    check_memory,
+    headroom,
+    stack_bytes,
+)
 from ..options import available_cores
 from .factors import Factors, Pivots
+from .forecast import BLAS_BUFFER_BYTES, forecast, gib
 from .threads import blas_threads, kernel_threads
 
 #: Factors smaller than this are allocated without reading the memory limits first
@@ -121,64 +129,93 @@ def factorize_numeric(
         )
         _raise_if_failed(failed, analysis)
         return factors
-    # The factors and the copies of B's entries in assembly order, before any of them.
-    copies = 2 if kind.two_factors else 1
-    panels = layout.size
-    if compression is not None and compression.strategy == "minmem":
-        # Allocated at once: the cblks kept dense, and (at most) a panel per thread of
-        # the compressed ones; their tiles come on top, which only the run tells.
-        deferred = compression.candidates(layout) > 0
-        panels = int(layout.panel_sizes[~deferred].sum())
-        panels += available_cores() * int(layout.panel_sizes[deferred].max(initial=0))
-    needed = (copies * panels + amap.src_l.size + amap.src_u.size) * dtype.itemsize
-    if needed >= MEMORY_CHECK_MIN_BYTES:
+    # Everything the kernels will allocate, forecast for the strategy used and checked
+    # against what the process may take before any of it is allocated.
+    small = is_small(analysis)
+    threads = kernel_threads(threads_asked(analysis, layout, threads))
+    fc = forecast(
+        layout,
+        kind,
+        _numeric.KIND_CODES[kind.name],
+        dtype,
+        threads,
+        amap.src_l.size + amap.src_u.size,
+        B.dtype.itemsize,
+        B.shape[0],
+        compression,
+        stack_bytes(),
+    )
+    advice = memory_advice(kind, B.dtype, dtype, compression, threads)
+    room = None
+    reserve = fc.reserve
+    if fc.least >= MEMORY_CHECK_MIN_BYTES or address_space_limited():
         # Trimming the heap takes longer than small factors take to allocate, and
-        # moves no peak that matters there.
+        # moves no peak that matters there. Under an address-space limit even small
+        # ones are checked: a thread's first BLAS call maps OpenBLAS's buffer, and
+        # OpenBLAS retries that map forever where it fails.
         release_free_memory()
-        check_memory(needed, "the factors", memory_advice(kind, B.dtype, dtype))
+        space = address_space_room()
+        # GMRES refines the solves of compressed and mixed-precision factors (numpy's
+        # LAPACK for its least-squares problems).
+        gmres = compression is not None or dtype != B.dtype
+        buffers = (2 if gmres else 1) * BLAS_BUFFER_BYTES
+        if space is not None and space >= buffers:
+            # The calling thread's OpenBLAS buffers mapped now, where missing, are then
+            # in the mapped size the check reads: not counted twice.
+            map_blas_buffers(gmres)
+            reserve -= buffers
+        room = check_memory(fc.least, _what(fc), advice, reserve=reserve, detail=fc.describe())
     try:
         storage = _numeric.Storage(
             layout.structure,
             dtype,
             kind.two_factors,
             compress=None if compression is None else compression.candidates(layout),
-            touch_threads=kernel_threads(threads_asked(analysis, layout, threads)),
+            touch_threads=threads,
         )
-    except MemoryError:
-        raise OutOfMemoryError(
-            f"the factors need {needed / 2**30:.2f} GiB, which could not be allocated; "
-            + memory_advice(kind, B.dtype, dtype),
-            needed=needed,
-            available=0,
-        ) from None
-    values_l, values_u = amap.values(B.data, dtype)
-    pivots = Pivots.empty(kind, B.shape[0], dtype)
-    # Small factorizations stay on one thread, the BLAS's included, whatever was asked:
-    # starting threads costs more than they save, and on a machine with as many cores
-    # as threads the OpenMP and BLAS threads that wait spinning after a region take
-    # the caller's core from it through the calls that follow.
-    small = is_small(analysis)
-    threads = kernel_threads(threads_asked(analysis, layout, threads))
-    with blas_threads(1 if threads > 1 or small else None):
-        _, failed = _numeric.factorize(
-            layout.structure,
-            storage,
-            _numeric.KIND_CODES[kind.name],
-            pivot_tol,
-            amap,
-            values_l,
-            values_u,
-            pivots,
-            threads,
-            progress,
-            None if compression is None else compression.kernel_params(B, layout),
-        )
+        values_l, values_u = amap.values(B.data, dtype)
+        pivots = Pivots.empty(kind, B.shape[0], dtype)
+        # Small factorizations stay on one thread, the BLAS's included, whatever was
+        # asked: starting threads costs more than they save, and on a machine with as
+        # many cores as threads the OpenMP and BLAS threads that wait spinning after a
+        # region take the caller's core from it through the calls that follow.
+        with blas_threads(1 if threads > 1 or small else None):
+            _, failed = _numeric.factorize(
+                layout.structure,
+                storage,
+                _numeric.KIND_CODES[kind.name],
+                pivot_tol,
+                amap,
+                values_l,
+                values_u,
+                pivots,
+                threads,
+                progress,
+                None if compression is None else compression.kernel_params(B, layout),
+            )
+    except MemoryError as exc:
+        if isinstance(exc, OutOfMemoryError):
+            raise
+        reason = str(exc) or "an allocation failed"
+        storage = values_l = values_u = pivots = None  # noqa: F841 (freed before measuring)
+        raise out_of_memory(reason, fc, room, advice, reserve) from None
     _raise_if_failed(failed, analysis)
     if progress is not None:
         progress(1.0)
     storage.freeze()
     pivots.freeze()
     return Factors(kind, layout, storage, pivots, threads)
+
+
+def map_blas_buffers(numpy_too):
+    """Have scipy's OpenBLAS (and with ``numpy_too`` numpy's) map the calling thread's
+    buffer now (a 1 x 1 Cholesky each; nothing where it exists), while the room checked
+    for it is there: mapped later, after the factors took that room, OpenBLAS would
+    retry forever or end the process."""
+    one = np.ones((1, 1))
+    lapack.dpotrf(one)
+    if numpy_too:
+        np.linalg.cholesky(one)
 
 
 def _raise_if_failed(failed, analysis):
@@ -201,14 +238,23 @@ def threads_asked(analysis, layout, threads):
     return threads
 
 
-def memory_advice(kind, matrix_dtype, factor_dtype):
-    """What to try when the factors do not fit."""
+def memory_advice(kind, matrix_dtype, factor_dtype, compression=None, threads=1):
+    """What to try when a factorization does not fit."""
     tips = []
+    if compression is None:
+        tips.append(
+            "compress=1e-8 stores the large blocks in low rank (with "
+            "('blr', {'strategy': 'minmem'}) the peak follows the compressed size)"
+        )
+    elif compression.strategy == "jit":
+        tips.append("compress=('blr', {'strategy': 'minmem'}) lowers the peak further")
     if np.dtype(factor_dtype).char in "dD":
         tips.append(
             "precision='mixed' halves the factors and refines the solution to double "
             "accuracy; a single-precision matrix (A.astype(numpy.float32)) halves them too"
         )
+    if threads > 1:
+        tips.append("fewer threads (threads=1) take less work memory")
     if kind.two_factors:
         tips.append("a symmetric matrix factored as kind='llt' or 'ldlt' stores one factor")
     tips.append(
@@ -216,3 +262,30 @@ def memory_advice(kind, matrix_dtype, factor_dtype):
         "['memory_bytes'] forecasts each before any allocation)"
     )
     return "; ".join(tips)
+
+
+def _what(fc):
+    return "the factors" if fc.strategy == "full" else f"the factors ({fc.strategy} compression)"
+
+
+def out_of_memory(reason, fc, room, advice, reserve):
+    """The OutOfMemoryError for an allocation that failed during the factorization
+    (``reason``: the kernels' words) with forecast ``fc``; ``room``: the headroom
+    checked before allocating, else measured now; ``reserve``: the threads' address
+    space still to be mapped then."""
+    room = room if room is not None else headroom()
+    available = 0 if room is None else room.bytes
+    where = "" if room is None else f" ({room.limit})"
+    if fc.least == fc.most:
+        needed = f"{gib(fc.least)}"
+    else:
+        needed = f"{gib(fc.least)} to {gib(fc.most)}, as the tiles compress"
+    reserve = reserve if room is not None and room.address_space else 0
+    if reserve:
+        needed += f", and {gib(reserve)} of threads' address space"
+    return OutOfMemoryError(
+        f"{reason}: {_what(fc)} need {needed} [{fc.describe()}] and this process could "
+        f"take only {gib(available)} more{where}; {advice}",
+        needed=fc.most + reserve,
+        available=available,
+    )
