@@ -2,11 +2,11 @@
 # (just-in-time block low-rank: targets are still dense when they receive them). For
 # each pair of tiles i ≥ j, target(rows of i, columns of j) -= Left_i · op(Right_j),
 # computed through the ranks: a low-rank tile U Bt never grows back to h x w before the
-# last product. A column blok j's products with all the rows below it are made into a
-# buffer laid out as the dense updates' (update_products) and subtracted from the
-# target under its lock by the dense updates' scatter (update_scatter); with a
-# low-rank Right_j = U Bt, the rows Left_i op(Bt) are stacked first so that the
-# expansion by op(U) is one product for the column.
+# last product. What needs only the source is made first (LU's products with a dense
+# Right_j, laid out as the dense updates' for their scatter; with a low-rank
+# Right_j = U Bt, the rows Left_i op(Bt) stacked, so that the expansion by op(U) is one
+# product for the column; with a dense Right_j, its product with the stacked left
+# operands), the target's part then at its turn with threads (scheduler.pxi).
 #
 # Left and right by kind, as in the dense updates (updates.pxi): LLᵀ L and L (op: the
 # kind's transpose), LDLᵀ L D and L, LU L and Uᵀ into L's panels and Uᵀ and L into Uᵀ's.

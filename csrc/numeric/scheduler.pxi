@@ -49,6 +49,7 @@ cdef struct Scheduler:
     idx_t* slot  # per blok: its place in its target's order of updates (-1: none)
     idx_t* turn  # per cblk: the slot of the next update it takes
     Deferred** pending  # per slot: an update kept until its turn, or NULL
+    bint ordered  # False: updates applied as they come, under the target's lock
     omp_lock_t qlock  # guards everything below
     idx_t* heap  # ready tasks, a min-heap: 2 f + 1 factors cblk f, 2 f drains f (below)
     idx_t nheap
@@ -159,6 +160,9 @@ cdef bint take_turn(Scheduler* S, idx_t b, idx_t f) noexcept nogil:
     (no other thread writes f before the caller's :func:`next_turn`); else f stays
     locked for the caller's :func:`defer`."""
     omp_set_lock(&S.locks[f])
+    if not S.ordered:
+        # Applied now, under f's lock (released by next_turn).
+        return True
     if S.turn[f] == S.slot[b]:
         omp_unset_lock(&S.locks[f])
         return True
@@ -254,7 +258,7 @@ cdef void free_scheduler(Scheduler* S, void* buffers) noexcept nogil:
 
 
 cdef object factorize_threaded(FactorState* P, int nthreads, Reporter* R, list errors,
-                               scalar* like):
+                               scalar* like, bint ordered=True):
     """The threaded half of :func:`factorize` (``like`` only picks the type)."""
     cdef idx_t ncblk = P.B.ncblk, k, b, f, per, nblok = P.B.bloknum[P.B.ncblk], nslot = 0
     cdef idx_t sizes[3]
@@ -286,6 +290,7 @@ cdef object factorize_threaded(FactorState* P, int nthreads, Reporter* R, list e
     S.done = 0
     S.total = 0
     S.only = P.only
+    S.ordered = ordered
     for k in range(ncblk):
         omp_init_lock(&S.locks[k])
         S.weight[k] = 0

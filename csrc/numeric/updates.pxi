@@ -407,10 +407,11 @@ cdef void next_turn(Scheduler* S, idx_t f) noexcept nogil:
     """Cblk f took the update of its turn: the next slot's turn comes. When that update
     was kept, a drain task applies it (:func:`drain`); after f's last, f is ready."""
     cdef bint ready, kept
-    omp_set_lock(&S.locks[f])
+    if S.ordered:
+        omp_set_lock(&S.locks[f])
     S.turn[f] += 1
     S.npend[f] -= 1
-    kept = S.npend[f] > 0 and S.pending[S.turn[f]] != NULL
+    kept = S.ordered and S.npend[f] > 0 and S.pending[S.turn[f]] != NULL
     ready = S.npend[f] == 0 and (S.only == NULL or S.only[f])
     omp_unset_lock(&S.locks[f])
     if kept:
