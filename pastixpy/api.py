@@ -497,8 +497,10 @@ def factorize(
         the cores this process may use. Factorizations under 10⁸ flops
         (:data:`pastixpy.numeric.PARALLEL_MIN_FLOPS`) and their solves run on the calling
         thread, the BLAS on one thread, whatever is asked: more threads cost more than
-        they save there (``stats["threads"]`` says how many ran). The analysis runs its METIS
-        orderings (one per ``ufactor``) on as many cores.
+        they save there (``stats["threads"]`` says how many ran). Each column block takes
+        its updates in one order whatever the threads' timing, so the factors and solves
+        are the same bits from run to run. The analysis runs its METIS orderings (one per
+        ``ufactor``) on as many cores.
     progress : callable, optional
         ``progress(fraction)`` is called as the factorization advances.
     precision : {"auto", "double", "single", "mixed"} or ("mixed", {"fallback": bool})

@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from threadpoolctl import threadpool_limits
 
 import pastixpy
 import pastixpy.numeric.factorize
@@ -271,6 +272,81 @@ def test_repeated_threaded_factorizations_agree(kind):
     for _ in range(20):
         _, x = _solve(A, kind, 2)
         _assert_close(x, ref, np.float64)
+
+
+#: Block low-rank with tiles on a small problem (the defaults compress nothing there).
+_BLR = {"tol": 1e-6, "min_width": 32, "min_height": 8}
+
+#: (name, matrix maker, kind, options): large enough that, on two threads, a cblk's
+#: updates come in a different order from run to run.
+BITWISE = [
+    ("laplacian", lambda: laplacian((16, 16, 16)), "llt", {}),
+    ("indefinite", lambda: _signed_diagonal((16, 16, 16), 2), "ldlt", {}),
+    ("convection", lambda: convection_diffusion3d(16), "lu", {}),
+    ("convection_complex", lambda: convection_diffusion3d(16) * (1 - 0.5j), "lu", {}),
+    ("laplacian_blr", lambda: laplacian((16, 16, 16)), "llt", {"compress": ("blr", _BLR)}),
+    (
+        "indefinite_blr",
+        lambda: _signed_diagonal((16, 16, 16), 2),
+        "ldlt",
+        {"compress": ("blr", _BLR)},
+    ),
+    ("convection_blr", lambda: convection_diffusion3d(16), "lu", {"compress": ("blr", _BLR)}),
+    (
+        "laplacian_minmem",
+        lambda: laplacian((16, 16, 16)),
+        "llt",
+        {"compress": ("blr", dict(_BLR, strategy="minmem"))},
+    ),
+]
+
+
+def _factor_arrays(F):
+    """Every coefficient the factors hold, as arrays: dense panels, and for compressed
+    cblks their diagonal blocks and tiles."""
+    storage = F._factors.storage
+    out = []
+    for k in range(F._factors.layout.ncblk):
+        if storage.describe(k)["storage"] == "dense":
+            out += [storage.panel(k, f) for f in ("LU" if storage.two_factors else "L")]
+        else:
+            out.append(storage.diagonal_block(k))
+    tiles = storage.tiles()
+    for k, b, f in zip(tiles["cblk"], tiles["blok"], tiles["factor"], strict=True):
+        out += [t for t in storage.tile(k, b, "LU"[f]) if t is not None]
+    return out
+
+
+def _same_bits(a, b):
+    return len(a) == len(b) and all(
+        x.shape == y.shape and x.tobytes() == y.tobytes() for x, y in zip(a, b, strict=True)
+    )
+
+
+@pytest.mark.parametrize(
+    ("make", "kind", "options"),
+    [pytest.param(make, kind, options, id=name) for name, make, kind, options in BITWISE],
+)
+def test_two_thread_factorizations_are_bitwise_identical(make, kind, options):
+    """Each cblk takes its updates in one order whatever the threads' timing: six
+    two-thread factorizations (and their threaded solves) give the same bits, those of
+    one thread's (the BLAS on one thread too, as each worker's is)."""
+    A = sp.csc_array(make())
+    b = A @ np.linspace(1.0, 2.0, A.shape[0]).astype(A.dtype)
+    analysis = pastixpy.factorize(A, kind=kind, threads=1, **options).analysis
+    runs = []
+    for _ in range(6):
+        F = pastixpy.factorize(A, kind=kind, analysis=analysis, threads=2, **options)
+        runs.append((_factor_arrays(F), F.solve(b)))
+    if "compress" in options:
+        assert F._factors.storage.compressed_cblks > 0
+    factors, x = runs[0]
+    for other, y in runs[1:]:
+        assert _same_bits(other, factors)
+        assert y.tobytes() == x.tobytes()
+    with threadpool_limits(limits=1, user_api="blas"):
+        F1 = pastixpy.factorize(A, kind=kind, analysis=analysis, threads=1, **options)
+    assert _same_bits(_factor_arrays(F1), factors)
 
 
 def test_more_threads_than_cores_and_tiny_matrices():

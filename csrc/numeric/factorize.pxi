@@ -144,7 +144,7 @@ cdef void factorize_in_order(FactorState* P, scalar* work, scalar* wbuf, scalar*
 
 def factorize(Structure structure, Storage storage, int kind, double tol, assembly,
               scalar[::1] values_l, scalar[::1] values_u, pivots, int threads=1,
-              progress=None, compression=None, only=None):
+              progress=None, compression=None, only=None, bint ordered=True):
     """Factor all cblks in place (GIL released), on ``threads`` OpenMP threads.
 
     Parameters
@@ -183,6 +183,10 @@ def factorize(Structure structure, Storage storage, int kind, double tol, assemb
         Factor only the cblks marked 1 (held here, their updates from other calls and
         owners already in), in order; their updates go to every cblk they face (held
         here, or a fan-in panel), which later calls factor or hand over. Default: all.
+    ordered : bool
+        Threads: each cblk takes its updates in the sequential order, so that the
+        factors are the same bits from run to run (scheduler.pxi). False: as they
+        come, under the target's lock (to measure what the order costs).
 
     Returns
     -------
@@ -248,7 +252,7 @@ def factorize(Structure structure, Storage storage, int kind, double tol, assemb
         P.only = &mask[0]
     check_factored(&P, storage)
     if threads > 1 and P.B.ncblk > 1:
-        result = factorize_threaded(&P, threads, &R, errors, work)
+        result = factorize_threaded(&P, threads, &R, errors, work, ordered)
         storage.count_held()
         if nomem:
             raise MemoryError("cannot allocate the work memory of a compressed cblk's updates")

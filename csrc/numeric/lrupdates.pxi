@@ -2,11 +2,11 @@
 # (just-in-time block low-rank: targets are still dense when they receive them). For
 # each pair of tiles i ≥ j, target(rows of i, columns of j) -= Left_i · op(Right_j),
 # computed through the ranks: a low-rank tile U Bt never grows back to h x w before the
-# last product. A column blok j's products with all the rows below it are made into a
-# buffer laid out as the dense updates' (update_products) and subtracted from the
-# target under its lock by the dense updates' scatter (update_scatter); with a
-# low-rank Right_j = U Bt, the rows Left_i op(Bt) are stacked first so that the
-# expansion by op(U) is one product for the column.
+# last product. What needs only the source is made first (LU's products with a dense
+# Right_j, laid out as the dense updates' for their scatter; with a low-rank
+# Right_j = U Bt, the rows Left_i op(Bt) stacked, so that the expansion by op(U) is one
+# product for the column; with a dense Right_j, its product with the stacked left
+# operands), the target's part then at its turn with threads (scheduler.pxi).
 #
 # Left and right by kind, as in the dense updates (updates.pxi): LLᵀ L and L (op: the
 # kind's transpose), LDLᵀ L D and L, LU L and Uᵀ into L's panels and Uᵀ and L into Uᵀ's.
@@ -226,57 +226,79 @@ cdef inline void free_lowrank_work(LowRankWork* L) noexcept nogil:
 
 cdef void lowrank_column(Scheduler* S, const FactorState* P, idx_t k, idx_t j,
                          LowRankWork* L, idx_t* runs, scalar* like) noexcept nogil:
-    """Compressed cblk k's column blok j's update of the cblk j faces (under its lock
-    with a scheduler, which the caller releases)."""
+    """Compressed cblk k's column blok j's update of the cblk j faces: what needs only
+    the source first, then the target's part, at its turn with a scheduler or kept for
+    it (scheduler.pxi)."""
     cdef const Blocks* B = &P.B
     cdef idx_t end = B.bloknum[k + 1], f = B.fcblk[j]
-    cdef int w = cblk_width(B, k), M = B.stride[k] - B.bcoef[j], h = blok_rows(B, j), r
+    cdef int w = cblk_width(B, k), M = B.stride[k] - B.bcoef[j], h = blok_rows(B, j), r, R
     cdef char op = c'T' if P.ops.two_factors else P.ops.tr
-    cdef scalar* work = <scalar*>L.work
     cdef scalar* stack = <scalar*>L.stack
     cdef scalar* prod = <scalar*>L.prod
     cdef Side* rhs = &(L.uside if P.ops.two_factors else L.right)[j]
+    cdef Deferred* d
     r = min(rhs.rank, L.right[j].rank) if P.ops.two_factors else rhs.rank
     if r > 0:
-        # Low-rank right operands: the stacked rows (no lock), then one expansion
-        # per run of the target's rows, under its lock.
+        # Low-rank right operands: the stacked rows, then one expansion per run of the
+        # target's rows.
         stack_products(P, j, j, end, w, op, L.left, &L.lstack, rhs, stack, M,
                        <scalar*>L.tbuf)
         if P.ops.two_factors:
             stack_products(P, j, j + 1, end, w, op, L.uside, &L.ustack, &L.right[j],
                            stack + <size_t>M * L.hmax, M, <scalar*>L.tbuf)
-        if S != NULL:
-            omp_set_lock(&S.locks[f])
-        expand_column(P, k, j, f, L.left, L.right, L.uside, op, stack, M,
-                      stack + <size_t>M * L.hmax, prod, runs)
+        if S == NULL or take_turn(S, j, f):
+            expand_column(P, k, j, f, rhs, &L.right[j], op, stack, M,
+                          stack + <size_t>M * L.hmax, prod, runs)
+        else:
+            d = new_deferred(DEFER_EXPAND, k, j, M, <size_t>M * rhs.rank * sizeof(scalar),
+                             <size_t>M * L.right[j].rank * sizeof(scalar)
+                             if P.ops.two_factors else 0)
+            if d != NULL:
+                copy_tile(M, rhs.rank, stack, M, <scalar*>d.a, M)
+                if P.ops.two_factors:
+                    copy_tile(M, L.right[j].rank, stack + <size_t>M * L.hmax, M,
+                              <scalar*>d.c, M)
+            defer(S, P, j, f, d)
+            return
     elif r == 0 and not P.ops.two_factors:
         # A zero right operand: nothing to subtract.
-        if S != NULL:
-            omp_set_lock(&S.locks[f])
-    elif not P.ops.two_factors and (S == NULL or omp_test_lock(&S.locks[f])):
-        # A dense right operand, the target's lock free: each tile's product straight
-        # into its rows there.
-        dense_column(P, k, j, f, w, op, L.left, &L.lstack, rhs, <scalar*>L.tbuf)
+        if S != NULL and not take_turn(S, j, f):
+            defer(S, P, j, f, new_deferred(DEFER_NOTHING, k, j, 0, 0, 0))
+            return
+    elif not P.ops.two_factors:
+        # A dense right operand: the stack's product with it, then each tile's rows
+        # straight into the target's.
+        R = dense_column_product(P, k, j, w, op, &L.lstack, rhs, <scalar*>L.tbuf)
+        if S == NULL or take_turn(S, j, f):
+            dense_column_apply(P, k, j, f, <scalar*>L.tbuf, R)
+        else:
+            d = new_deferred(DEFER_DENSE_COLUMN, k, j, R, <size_t>R * h * sizeof(scalar), 0)
+            if d != NULL:
+                copy_tile(R, h, <scalar*>L.tbuf, R, <scalar*>d.a, R)
+            defer(S, P, j, f, d)
+            return
     else:
-        # A dense (or rank 0) right operand (LU: either), or a busy target: the
-        # products into a buffer laid out as the dense updates' (update_products),
-        # subtracted by their scatter under the lock.
-        dense_products(P, j, j, end, w, op, L.left, &L.lstack, rhs, prod, M, stack, work,
-                       <scalar*>L.tbuf)
-        if P.ops.two_factors:
-            dense_products(P, j, j + 1, end, w, op, L.uside, &L.ustack, &L.right[j],
-                           prod + <size_t>M * h, M, stack, work, <scalar*>L.tbuf)
-        if S != NULL:
-            omp_set_lock(&S.locks[f])
-        update_scatter(P, k, j, j, h, prod, runs)
+        # LU with a dense (or rank 0) right operand: the products into a buffer laid
+        # out as the dense updates' (update_products), subtracted by their scatter.
+        dense_products(P, j, j, end, w, op, L.left, &L.lstack, rhs, prod, M, stack,
+                       <scalar*>L.work, <scalar*>L.tbuf)
+        dense_products(P, j, j + 1, end, w, op, L.uside, &L.ustack, &L.right[j],
+                       prod + <size_t>M * h, M, stack, <scalar*>L.work, <scalar*>L.tbuf)
+        if S == NULL or take_turn(S, j, f):
+            scatter_blok(P, k, j, prod, prod + <size_t>M * h, M, B.bcoef[j], runs)
+        else:
+            defer(S, P, j, f, defer_products(P, k, j, prod, prod + <size_t>M * h, M, M))
+            return
+    if S != NULL:
+        next_turn(S, f)
 
 
 cdef int apply_updates_lowrank(Scheduler* S, const FactorState* P, idx_t k, scalar* like,
                                idx_t* runs) noexcept nogil:
     """Apply compressed cblk k's updates to the cblks it faces, column blok by column
-    blok (each one target, under its lock with a scheduler). Targets that gather their
-    updates themselves (minimal memory) are only counted. Returns -1 when the work
-    memory could not be allocated (nothing is applied then)."""
+    blok (each one target: :func:`lowrank_column`). Targets that gather their updates
+    themselves (minimal memory) are only counted. Returns -1 when the work memory could
+    not be allocated (nothing is applied then)."""
     cdef const Blocks* B = &P.B
     cdef idx_t j, f
     cdef LowRankWork L
@@ -289,50 +311,59 @@ cdef int apply_updates_lowrank(Scheduler* S, const FactorState* P, idx_t k, scal
         if P.cblk[f].compress == MINIMAL_MEMORY:
             if S != NULL:
                 omp_set_lock(&S.locks[f])
+                release_target(S, f)
         else:
             lowrank_column(S, P, k, j, &L, runs, like)
-        if S != NULL:
-            release_target(S, f)
     free_lowrank_work(&L)
     return 0
 
 
+cdef int dense_column_product(const FactorState* P, idx_t k, idx_t j, int w, char op,
+                              const Stacked* S, const Side* right, scalar* t) noexcept nogil:
+    """The first half of the update of a compressed cblk k's column blok j whose tile
+    Right is dense: the left operands' stack ``S`` times op(Right), all tiles i = j.. at
+    once, into ``t`` (R x h_j, R returned: the stack's rows from tile j on)."""
+    cdef scalar one = 1, zero = 0
+    cdef int R = S.off[P.B.bloknum[k + 1]] - S.off[j]
+    if R > 0:
+        gemm(c'N', op, R, right.rows, w, one, <scalar*>S.y + S.off[j], S.rows,
+             <scalar*>right.u, right.rows, zero, t, R)
+    return R
 
 
-cdef void dense_column(const FactorState* P, idx_t k, idx_t j, idx_t f, int w, char op,
-                       const Side* left, const Stacked* S, const Side* right,
-                       scalar* t) noexcept nogil:
-    """Subtract Left_i op(Right) for the tiles i = j.. of compressed cblk k (``left``
-    indexed by blok, stacked in ``S``) straight from their rows in cblk f's panel,
-    Right being the dense tile of column blok j: the stack's product with op(Right)
-    first (one call, into ``t``), then each tile's rows, which are one run in f's panel
-    (a blok lies inside one blok of the cblk it faces): a dense tile's subtracted, a
-    low-rank one's expanded by its U into them."""
+cdef void dense_column_apply(const FactorState* P, idx_t k, idx_t j, idx_t f, const scalar* t,
+                             int R) noexcept nogil:
+    """The second half: subtract each tile i's rows of ``t`` (:func:`dense_column_product`)
+    straight from its rows in cblk f's panel, which are one run there (a blok lies inside
+    one blok of the cblk it faces): a dense tile's as they are, a low-rank one's
+    expanded by its U (the tile's own: LDLᵀ's D scales only its Bt)."""
     cdef const Blocks* B = &P.B
-    cdef scalar one = 1, mone = -1, zero = 0
+    cdef const CblkStore* src = &P.cblk[k]
+    cdef scalar one = 1, mone = -1
     cdef idx_t i, fb = B.bloknum[f], fend = B.bloknum[f + 1], sf = B.stride[f]
-    cdef int hj = right.rows, ra, hi, R = S.off[B.bloknum[k + 1]] - S.off[j], q, c
-    cdef scalar* col = lpanel(P, f, t) + (B.frow[j] - B.fcol[f]) * sf
+    cdef idx_t b0 = B.bloknum[k] + 1, off = 0
+    cdef int hj = blok_rows(B, j), ra, hi, q, c
+    cdef scalar* col = lpanel(P, f, <scalar*>t) + (B.frow[j] - B.fcol[f]) * sf
     cdef scalar* dst
     cdef const scalar* ti
     if R == 0:
         return
-    gemm(c'N', op, R, hj, w, one, <scalar*>S.y + S.off[j], S.rows, <scalar*>right.u, hj, zero,
-         t, R)
     for i in range(j, B.bloknum[k + 1]):
         while fb < fend and B.lrow[fb] < B.frow[i]:
             fb += 1
         dst = col + B.bcoef[fb] + (B.frow[i] - B.frow[fb])
-        ra = left[i].rank
-        hi = left[i].rows
-        ti = t + (S.off[i] - S.off[j])
+        ra = src.ltiles[i - b0].rank
+        hi = blok_rows(B, i)
+        ti = t + off
         if ra < 0:
             for c in range(hj):
                 for q in range(hi):
                     dst[q + c * sf] -= ti[q + <size_t>c * R]
+            off += hi
         elif ra > 0:
-            gemm(c'N', c'N', hi, hj, ra, mone, <scalar*>left[i].u, hi, <scalar*>ti, R, one, dst,
-                 sf)
+            gemm(c'N', c'N', hi, hj, ra, mone, <scalar*>src.ltiles[i - b0].u, hi, <scalar*>ti,
+                 R, one, dst, sf)
+            off += ra
 
 
 cdef void dense_products(const FactorState* P, idx_t j, idx_t first, idx_t end, int w, char op,
@@ -400,9 +431,22 @@ cdef void stack_products(const FactorState* P, idx_t j, idx_t first, idx_t end, 
                  M)
 
 
-cdef void expand_column(const FactorState* P, idx_t k, idx_t j, idx_t f, const Side* left,
-                        const Side* right, const Side* uside, char op, scalar* stack, int M,
-                        scalar* stack2, scalar* work, idx_t* runs) noexcept nogil:
+cdef void expand_kept(const FactorState* P, Deferred* d, scalar* work, idx_t* runs) noexcept nogil:
+    """:func:`expand_column` of a kept update (DEFER_EXPAND: its stacks kept; the tiles
+    are its source's)."""
+    cdef const Blocks* B = &P.B
+    cdef const CblkStore* c = &P.cblk[d.k]
+    cdef idx_t t = d.b - B.bloknum[d.k] - 1
+    cdef int h = blok_rows(B, d.b)
+    cdef Side rj = tile_side(&c.ltiles[t], h)
+    cdef Side rl = tile_side(&c.utiles[t], h) if P.ops.two_factors else rj
+    expand_column(P, d.k, d.b, B.fcblk[d.b], &rl, &rj, c'T' if P.ops.two_factors else P.ops.tr,
+                  <scalar*>d.a, d.ld, <scalar*>d.c, work, runs)
+
+
+cdef void expand_column(const FactorState* P, idx_t k, idx_t j, idx_t f, const Side* rl,
+                        const Side* rj, char op, scalar* stack, int M, scalar* stack2,
+                        scalar* work, idx_t* runs) noexcept nogil:
     """Subtract column blok j's update from cblk f's panel(s), from the stacks of
     :func:`stack_products`: stack op(U) run by run of f's rows (update_rows: long runs
     accumulated in place, short ones through ``work``). LU: L's panel takes the stack
@@ -414,7 +458,6 @@ cdef void expand_column(const FactorState* P, idx_t k, idx_t j, idx_t f, const S
     cdef idx_t sf = B.stride[f], f0 = B.fcol[f], col = (B.frow[j] - f0) * sf, e, nrun
     cdef idx_t r0 = B.bcoef[j], end = B.bloknum[k + 1]
     cdef int h = blok_rows(B, j), rows
-    cdef const Side* rl = &(uside if P.ops.two_factors else right)[j]
     nrun = row_runs(B, k, j, f, runs)
     update_rows(stack, M, <scalar*>rl.u, h, h, rl.rank, op, lpanel(P, f, stack) + col, sf, runs,
                 nrun, work, False)
@@ -425,11 +468,11 @@ cdef void expand_column(const FactorState* P, idx_t k, idx_t j, idx_t f, const S
         e += 1
     if e > j + 1:
         rows = B.bcoef[e] - B.bcoef[j + 1] if e < end else M - (B.bcoef[j + 1] - r0)
-        gemm(c'N', c'T', rows, h, right[j].rank, one, stack2 + (B.bcoef[j + 1] - r0), M,
-             <scalar*>right[j].u, h, zero, work, rows)
+        gemm(c'N', c'T', rows, h, rj.rank, one, stack2 + (B.bcoef[j + 1] - r0), M,
+             <scalar*>rj.u, h, zero, work, rows)
         scatter_sub_transposed(B, work, rows, B.bcoef[j + 1], h, j + 1, e, j, f,
                                lpanel(P, f, stack))
     if e < end:
         nrun = row_runs(B, k, e, f, runs)
-        update_rows(stack2 + (B.bcoef[e] - r0), M, <scalar*>right[j].u, h, h, right[j].rank,
+        update_rows(stack2 + (B.bcoef[e] - r0), M, <scalar*>rj.u, h, h, rj.rank,
                     c'T', upanel(P, f, stack) + col, sf, runs, nrun, work, False)

@@ -28,7 +28,7 @@ cdef int gather_dense(const FactorState* P, idx_t k, idx_t b, scalar* like) noex
     if P.ops.scaled_left:
         times_d(m - cb, w, panel + cb, m, wbuf + (cb - w), m - w, panel, m, &P.pivtype[fc],
                 &(<scalar*>P.dsub)[fc], P.ops.conj)
-    update_single(P, k, b, work, wbuf, runs)
+    update_single(P, k, b, work, wbuf + (cb - w) if P.ops.scaled_left else NULL, m - w, runs)
     free(work)
     free(runs)
     free(wbuf)

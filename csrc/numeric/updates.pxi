@@ -233,10 +233,11 @@ cdef void update_rows(scalar* left, int lda, scalar* right, int ldr, int h, int 
         src += ht
 
 
-cdef void update_single(const FactorState* P, idx_t k, idx_t b, scalar* work, scalar* wbuf,
-                        idx_t* runs) noexcept nogil:
+cdef void update_single(const FactorState* P, idx_t k, idx_t b, scalar* work, scalar* wleft,
+                        int ldw, idx_t* runs) noexcept nogil:
     """Blok b's update of cblk k when b is a group by itself, by :func:`update_rows` (no
-    product of the whole panel below b, and mostly no scatter)."""
+    product of the whole panel below b, and mostly no scatter). LDLᵀ: ``wleft`` is
+    W = L D from b's rows down (leading dimension ``ldw``)."""
     cdef const Blocks* B = &P.B
     cdef scalar one = 1, mone = -1
     cdef idx_t f = B.fcblk[b], sf = B.stride[f], cb = B.bcoef[b], e, end = B.bloknum[k + 1]
@@ -250,8 +251,8 @@ cdef void update_single(const FactorState* P, idx_t k, idx_t b, scalar* work, sc
     cdef scalar* dst = lpanel(P, f, work) + col
     nrun = row_runs(B, k, b, f, runs)
     if P.ops.scaled_left:
-        # LDLᵀ's left operand is W = A21 L11⁻ᵀ, kept from panel row w on.
-        left, ldl = wbuf + (cb - w), m - w
+        # LDLᵀ's left operand is W = A21 L11⁻ᵀ.
+        left, ldl = wleft, ldw
     if not P.ops.two_factors:
         update_rows(left, ldl, base + cb, m, h, w, P.ops.tr, dst, sf, runs, nrun, work,
                     P.ops.symmetric_top)
@@ -306,18 +307,142 @@ cdef void update_scatter(const FactorState* P, idx_t k, idx_t b, idx_t g, int H,
     rows starting at blok g) from the panel(s) of the cblk blok b faces. ``runs``:
     scratch for :func:`scatter_sub`."""
     cdef const Blocks* B = &P.B
-    cdef idx_t f = B.fcblk[b], cg = B.bcoef[g], e
-    cdef int h = blok_rows(B, b), M = B.stride[k] - cg
+    cdef idx_t cg = B.bcoef[g]
+    cdef int M = B.stride[k] - cg
     cdef scalar* c = work + (B.bcoef[b] - cg) * M
-    scatter_sub(B, c, M, cg, h, k, b, b, f, lpanel(P, f, work), runs)
+    scatter_blok(P, k, b, c, c + M * H, M, cg, runs)
+
+
+cdef void scatter_blok(const FactorState* P, idx_t k, idx_t b, scalar* cl, scalar* cu, int ldc,
+                       idx_t rowbase, idx_t* runs) noexcept nogil:
+    """Subtract blok b's update of the cblk it faces, given as products (``cl``: L's, LU's
+    ``cu``: Uᵀ's; blok b's rows and those below, h columns, leading dimension ``ldc``,
+    their first row panel row ``rowbase`` of cblk k) from that cblk's panel(s)."""
+    cdef const Blocks* B = &P.B
+    cdef idx_t f = B.fcblk[b], e
+    cdef int h = blok_rows(B, b)
+    scatter_sub(B, cl, ldc, rowbase, h, k, b, b, f, lpanel(P, f, cl), runs)
     if P.ops.two_factors:
         # Later bloks facing f too land in f's diagonal block, above its diagonal.
-        c += M * H
         e = b + 1
         while e < B.bloknum[k + 1] and B.fcblk[e] == f:
             e += 1
-        scatter_sub_transposed(B, c, M, cg, h, b + 1, e, b, f, lpanel(P, f, work))
-        scatter_sub(B, c, M, cg, h, k, e, b, f, upanel(P, f, work), runs)
+        scatter_sub_transposed(B, cu, ldc, rowbase, h, b + 1, e, b, f, lpanel(P, f, cl))
+        scatter_sub(B, cu, ldc, rowbase, h, k, e, b, f, upanel(P, f, cl), runs)
+
+
+# ---------------------------------------------------------------------------- turns
+
+cdef Deferred* defer_single(Scheduler* S, const FactorState* P, idx_t k, idx_t b, scalar* wbuf,
+                            Kept** kept) noexcept nogil:
+    """Blok b's update of cblk k (a group by itself), kept for its target's turn. Its
+    source's panels outlive it; LDLᵀ's W (``wbuf``, the worker's) does not: the rows from
+    b down are copied once per source into ``kept`` (shared by its later bloks, whose
+    rows are below). NULL when memory ran out."""
+    cdef const Blocks* B = &P.B
+    cdef idx_t cb = B.bcoef[b]
+    cdef int w = cblk_width(B, k), m = B.stride[k]
+    cdef Kept* K
+    cdef Deferred* d = new_deferred(DEFER_SINGLE, k, b, 0, 0, 0)
+    if d == NULL or not P.ops.scaled_left:
+        return d
+    if kept[0] == NULL:
+        K = <Kept*>malloc(sizeof(Kept))
+        if K == NULL:
+            free(d)
+            return NULL
+        K.data = malloc(max(<size_t>(m - cb) * w, 1) * sizeof(scalar))
+        if K.data == NULL:
+            free(K)
+            free(d)
+            return NULL
+        K.refs = 1  # the source's, dropped when its updates are all sent
+        K.row0 = cb
+        copy_tile(m - <int>cb, w, wbuf + (cb - w), m - w, <scalar*>K.data, m - <int>cb)
+        kept[0] = K
+    K = kept[0]
+    omp_set_lock(&S.qlock)
+    K.refs += 1
+    omp_unset_lock(&S.qlock)
+    d.kept = K
+    d.a = <scalar*>K.data + (cb - K.row0)
+    d.ld = m - <int>K.row0
+    return d
+
+
+cdef Deferred* defer_products(const FactorState* P, idx_t k, idx_t b, scalar* cl, scalar* cu,
+                              int ldc, int rows) noexcept nogil:
+    """Blok b's update of cblk k as products (:func:`scatter_blok`'s ``cl``, ``cu``, from
+    b's rows, ``rows`` of them), copied and kept for its target's turn. NULL when memory
+    ran out."""
+    cdef int h = blok_rows(&P.B, b)
+    cdef size_t size = <size_t>rows * h * sizeof(scalar)
+    cdef Deferred* d = new_deferred(DEFER_SCATTER, k, b, rows, size,
+                                    size if P.ops.two_factors else 0)
+    if d == NULL:
+        return NULL
+    copy_tile(rows, h, cl, ldc, <scalar*>d.a, rows)
+    if P.ops.two_factors:
+        copy_tile(rows, h, cu, ldc, <scalar*>d.c, rows)
+    return d
+
+
+cdef void apply_deferred(const FactorState* P, Deferred* d, scalar* work,
+                         idx_t* runs) noexcept nogil:
+    """Apply a kept update to its target, as it would have been applied when it came.
+    ``work`` holds the largest product of :func:`workspace_sizes`; ``runs`` is scratch
+    for as many row runs as any cblk has bloks."""
+    cdef const Blocks* B = &P.B
+    if d.what == DEFER_SINGLE:
+        update_single(P, d.k, d.b, work, <scalar*>d.a, d.ld, runs)
+    elif d.what == DEFER_SCATTER:
+        scatter_blok(P, d.k, d.b, <scalar*>d.a, <scalar*>d.c, d.ld, B.bcoef[d.b], runs)
+    elif d.what == DEFER_EXPAND:
+        expand_kept(P, d, work, runs)
+    elif d.what == DEFER_DENSE_COLUMN:
+        dense_column_apply(P, d.k, d.b, B.fcblk[d.b], <scalar*>d.a, d.ld)
+
+
+cdef void next_turn(Scheduler* S, idx_t f) noexcept nogil:
+    """Cblk f took the update of its turn: the next slot's turn comes. When that update
+    was kept, a drain task applies it (:func:`drain`); after f's last, f is ready."""
+    cdef bint ready, kept
+    if S.ordered:
+        omp_set_lock(&S.locks[f])
+    S.turn[f] += 1
+    S.npend[f] -= 1
+    kept = S.ordered and S.npend[f] > 0 and S.pending[S.turn[f]] != NULL
+    ready = S.npend[f] == 0 and (S.only == NULL or S.only[f])
+    omp_unset_lock(&S.locks[f])
+    if kept:
+        push_drain(S, f)
+    if ready:
+        make_ready(S, f)
+
+
+cdef void drain(Scheduler* S, const FactorState* P, idx_t f, scalar* work,
+                idx_t* runs) noexcept nogil:
+    """The drain task of cblk f: apply its kept updates from its turn on, in turn, until
+    one has not come yet (its source applies it then). ``work`` and ``runs``:
+    :func:`apply_deferred`'s."""
+    cdef Deferred* d
+    cdef bint ready = False
+    omp_set_lock(&S.locks[f])
+    while S.npend[f] > 0 and S.pending[S.turn[f]] != NULL:
+        d = S.pending[S.turn[f]]
+        S.pending[S.turn[f]] = NULL
+        # Its turn: nobody else writes f meanwhile.
+        omp_unset_lock(&S.locks[f])
+        if not S.abort:
+            apply_deferred(P, d, work, runs)
+        free_deferred(S, d)
+        omp_set_lock(&S.locks[f])
+        S.turn[f] += 1
+        S.npend[f] -= 1
+        ready = S.npend[f] == 0 and (S.only == NULL or S.only[f])
+    omp_unset_lock(&S.locks[f])
+    if ready:
+        make_ready(S, f)
 
 
 # ---------------------------------------------------------------------------- dispatch
@@ -335,12 +460,12 @@ cdef void apply_updates(Scheduler* S, const FactorState* P, idx_t k, scalar* wor
                         scalar* wbuf, scalar* tmp) noexcept nogil:
     """Apply cblk k's updates to the cblks it faces, a group of bloks at a time.
 
-    With a scheduler ``S`` (threads), each target is changed under its lock and
-    made ready once its last update is in; a lone blok is applied run by run
-    straight into its target (:func:`update_single`) when that lock is free, else
-    through a work product computed before taking the lock. Without
-    one (NULL: a single thread), the same updates run in the same order. ``tmp``
-    (free once the panel is factored) holds the scatters' row runs.
+    A lone blok is applied run by run straight into its target
+    (:func:`update_single`); a group's products are computed into ``work`` and
+    scattered. With a scheduler ``S`` (threads), each update is applied at its target's
+    turn, or kept for it (scheduler.pxi); without one (NULL: a single thread), in order. Either
+    way each target takes the same updates, in the same order, by the same kernels.
+    ``tmp`` (free once the panel is factored) holds the scatters' row runs.
 
     The kernels follow the storage of the source: a dense panel's are below, a
     compressed cblk's (just-in-time block low-rank) in lrupdates.pxi. Targets are
@@ -348,7 +473,10 @@ cdef void apply_updates(Scheduler* S, const FactorState* P, idx_t k, scalar* wor
     """
     cdef const Blocks* B = &P.B
     cdef idx_t b, g, e, f, end = B.bloknum[k + 1]
-    cdef int H
+    cdef int H, w = cblk_width(B, k), m = B.stride[k], M, r
+    cdef idx_t* runs = <idx_t*>tmp
+    cdef Kept* kept = NULL
+    cdef scalar* c
     if targets_ready(S, P, k, work) < 0:
         P.nomem[0] = 1
         if S != NULL:
@@ -357,7 +485,7 @@ cdef void apply_updates(Scheduler* S, const FactorState* P, idx_t k, scalar* wor
             omp_unset_lock(&S.qlock)
         return
     if P.cblk[k].storage == LOWRANK:
-        if apply_updates_lowrank(S, P, k, work, <idx_t*>tmp) < 0:
+        if apply_updates_lowrank(S, P, k, work, runs) < 0:
             P.nomem[0] = 1
             if S != NULL:
                 omp_set_lock(&S.qlock)
@@ -367,7 +495,7 @@ cdef void apply_updates(Scheduler* S, const FactorState* P, idx_t k, scalar* wor
     g = B.bloknum[k] + 1
     while g < end:
         if S != NULL and (S.abort or S.failcblk < k):
-            return
+            break
         e = group_end(B, k, g)
         if all_gather(P, g, e):
             # Their targets gather their updates themselves (minimal memory): counted.
@@ -379,20 +507,31 @@ cdef void apply_updates(Scheduler* S, const FactorState* P, idx_t k, scalar* wor
             continue
         if e == g + 1:
             f = B.fcblk[g]
-            if S == NULL or omp_test_lock(&S.locks[f]):
-                update_single(P, k, g, work, wbuf, <idx_t*>tmp)
+            if S == NULL or take_turn(S, g, f):
+                update_single(P, k, g, work, wbuf + (B.bcoef[g] - w), m - w, runs)
                 if S != NULL:
-                    release_target(S, f)
-                g = e
-                continue
+                    next_turn(S, f)
+            else:
+                defer(S, P, g, f, defer_single(S, P, k, g, wbuf, &kept))
+            g = e
+            continue
         H = group_rows(B, g, e)
+        M = m - B.bcoef[g]
         update_products(P, k, g, e, wbuf, work)
         for b in range(g, e):
             f = B.fcblk[b]
-            if S != NULL:
-                omp_set_lock(&S.locks[f])
-            if P.cblk[f].compress != MINIMAL_MEMORY:
-                update_scatter(P, k, b, g, H, work, <idx_t*>tmp)
-            if S != NULL:
-                release_target(S, f)
+            if P.cblk[f].compress == MINIMAL_MEMORY:
+                if S != NULL:
+                    omp_set_lock(&S.locks[f])
+                    release_target(S, f)
+            elif S == NULL or take_turn(S, b, f):
+                update_scatter(P, k, b, g, H, work, runs)
+                if S != NULL:
+                    next_turn(S, f)
+            else:
+                r = B.bcoef[b] - B.bcoef[g]
+                c = work + r + <size_t>r * M
+                defer(S, P, b, f, defer_products(P, k, b, c, c + <size_t>M * H, M, M - r))
         g = e
+    if kept != NULL:
+        release_kept(S, kept)
