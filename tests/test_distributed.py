@@ -396,7 +396,11 @@ def test_under_mpiexec(ranks, tmp_path):
 @pytest.mark.skipif(not MATRIX_DIR.is_dir(), reason=f"{MATRIX_DIR} not found")
 def test_shared_matrices_under_mpiexec(tmp_path):
     """Every shared matrix under ``mpiexec -n 2``: the outcome of one process (the same
-    error where it refuses the matrix), to a backward error of 1e-14 or one process's."""
+    error where it refuses the matrix), to a backward error of 1e-13 or within a decade of
+    one process's. Refinement stops at the first step that does not halve the error, so
+    factors rounded otherwise (the ranks sum updates in another order) stop anywhere in
+    the decade above the floor: nnc1374 (condition number 4e14, perturbed pivots) ends at
+    1.2e-14 in one process and 3.9e-14 on two ranks, both far below the 1e-12 asked."""
     out = tmp_path / "result.json"
     mpiexec(2, HERE / "mpi_shared.py", MATRIX_DIR, out, timeout=600)
     result = json.loads(out.read_text())
@@ -405,7 +409,7 @@ def test_shared_matrices_under_mpiexec(tmp_path):
         (one, one_error), (many, many_error) = got["one"], got["ranks"]
         assert many_error == one_error, name
         if one_error is None:
-            assert many <= max(1e-14, 2 * one), (name, many, one)
+            assert many <= max(1e-13, 10 * one), (name, many, one)
 
 
 @needs_mpi

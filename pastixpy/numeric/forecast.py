@@ -150,7 +150,12 @@ def forecast(
     isz = dtype.itemsize
     copies = 2 if kind.two_factors else 1
     sizes = np.asarray(layout.panel_sizes, dtype=np.int64)
-    work = threads * _numeric.work_scalars(layout.structure, kind_code, isz) * isz
+    per_thread = _numeric.work_scalars(layout.structure, kind_code, isz) * isz
+    # Each thread's work buffers; on several threads, the updates that come before their
+    # target's turn are kept until it (scheduler.pxi), each at most a work buffer's
+    # product: one such buffer is allowed for each thread beyond the first (what a
+    # thread gets ahead of the others by; the test against the measured peak checks it).
+    work = (2 * threads - 1) * per_thread
     copy = entries * source_itemsize if source_itemsize != isz else 0
     # Pivots.empty: pert, and lperm (local pivots), pivtype and dsub (LDLᵀ).
     fixed = (
