@@ -180,6 +180,8 @@ def _run(C, plan, options, seconds, retries, reuse=None):
             plan = replace(plan, factor_dtype=C.dtype, analysis=state.analysis, prep=state.prep)
             reuse = (state.layout, state.assembly)
             continue
+        if state.solver.mixed and KINDS[plan.kind].definite and options.comm is None:
+            _warn_roundoff_pivot(state)
         state.stats.update(retries=list(retries), precision_fallback=fallback)
         return state
 
@@ -360,6 +362,31 @@ def _check(state):
     if perturbed and KINDS[state.kind].local_pivots and not state.plan.coarse:
         return "coarsen"
     return "ok"
+
+
+def _warn_roundoff_pivot(state):
+    """Single-precision Cholesky takes a singular matrix's roundoff-sized last pivot as
+    positive, so no pivot is perturbed and the check's b = A x₀ (in the range) solves:
+    a PastixWarning where a pivot is below ``pivot_tol`` and the condition number
+    estimated from the factors is past 1/eps of their precision."""
+    solver = state.solver
+    pivots = np.abs(solver.factors.diagonal()) ** 2  # L's diagonal: the pivots' roots
+    if not pivots.size or pivots.min() >= solver.pivot_tol:
+        return
+    cond = solver.condition_estimate()
+    eps = float(np.finfo(solver.factors.dtype).eps)
+    if cond * eps < 1:
+        return
+    warnings.warn(
+        f"the matrix may be singular: single-precision Cholesky took a pivot of "
+        f"{pivots.min():.1e} (below {solver.pivot_tol:.1e}) as positive, and the condition "
+        f"number estimated from the {solver.factors.dtype} factors, {cond:.1e}, is past "
+        f"1/eps = {1 / eps:.1e} of their precision; a b outside its range will not solve "
+        "(SingularMatrixError). precision='double' tells a singular matrix from one too "
+        "ill-conditioned for single-precision factors",
+        PastixWarning,
+        stacklevel=5,
+    )
 
 
 def _precision_name(working_dtype, factor_dtype, asked):

@@ -1,5 +1,7 @@
 """Bad input gets a clear error naming what is wrong."""
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -218,7 +220,9 @@ def test_mixed_precision_neumann_laplacian_out_of_range_b_is_called_singular():
     (its condition estimate, from float32 factors, is past their 1/eps), not "not
     ill-conditioned ... element growth"."""
     A = _neumann_laplacian(30)
-    F = pastixpy.factorize(A, precision="mixed")
+    with pytest.warns(pastixpy.PastixWarning, match="may be singular") as caught:
+        F = pastixpy.factorize(A, precision="mixed")  # it factored without a word
+    assert "condition number estimated" in str(caught[0].message)
     x = F.solve(A @ np.random.default_rng(0).standard_normal(900))  # in the range: solves
     assert F.stats["backward_error"] <= 1e-12 and np.isfinite(x).all()
     with pytest.raises(pastixpy.SingularMatrixError) as info:
@@ -226,6 +230,12 @@ def test_mixed_precision_neumann_laplacian_out_of_range_b_is_called_singular():
     message = str(info.value)
     assert "numerically singular" in message
     assert "element growth" not in message and "not ill-conditioned" not in message
+
+
+def test_mixed_precision_of_a_nonsingular_laplacian_says_nothing():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pastixpy.factorize(pastixpy.gallery.laplacian((30, 30)), precision="mixed")
 
 
 def test_perturbed_pivots_of_a_well_conditioned_saddle_point_are_not_called_singular():
