@@ -605,13 +605,7 @@ class Solver:
         )
 
     def perturbed_message(self):
-        cols = self.perturbed_columns
-        shown = ", ".join(map(str, cols[:10]))
-        more = f" and {len(cols) - 10} more" if len(cols) > 10 else ""
-        return (
-            f"{len(cols)} pivot(s) smaller than {self.pivot_tol:.2e} were perturbed (static "
-            f"pivoting) at column(s) {shown}{more}: the matrix may be singular or nearly so"
-        )
+        return self._perturbed_pivots() + ": the matrix may be singular or nearly so"
 
 
 #: Single precision's comfortable range for a right-hand side's largest magnitude: the

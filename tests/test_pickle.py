@@ -16,7 +16,7 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_distributed import mpiexec, needs_mpi
+from test_distributed import mpiexec, needs_mpi, unsymmetric
 
 import pastixpy
 from pastixpy import _numeric
@@ -34,17 +34,6 @@ def hermitian_part(A):
     diagonal: Hermitian with complex entries."""
     S = sp.triu(A, 1) - sp.tril(A, -1)
     return sp.csc_array(A + 0.2j * S)
-
-
-def unsymmetric(A, seed=0):
-    """A with its off-diagonal values jittered (complex ones complex)."""
-    rng = np.random.default_rng(seed)
-    C = sp.coo_array(A)
-    jitter = 1 + 0.2 * rng.standard_normal(C.nnz)
-    if np.iscomplexobj(C.data):
-        jitter = jitter + 0.2j * rng.standard_normal(C.nnz)
-    data = np.where(C.row != C.col, C.data * jitter, C.data)
-    return sp.csc_array((data.astype(A.dtype), (C.row, C.col)), shape=C.shape)
 
 
 def matrix(kind, dtype, shape=(12, 12)):
