@@ -397,12 +397,16 @@ print(gc.collect())
 """
 
 
-def test_compressed_factors_in_a_reference_cycle_are_collected():
+def test_compressed_factors_in_a_reference_cycle_are_collected(tmp_path):
     """A compressed factorization reachable only from a reference cycle (an exception's
     traceback holding the frame that held it, say) is freed by the garbage collector
     without a crash: the storage frees its tiles through its block structure, which
     the collector must not clear first."""
-    run = subprocess.run([sys.executable, "-c", CYCLE], capture_output=True, timeout=120)
+    # Away from the source tree, whose pastixpy/ (unbuilt under a plain install) -c would
+    # import first.
+    run = subprocess.run(
+        [sys.executable, "-c", CYCLE], capture_output=True, timeout=120, cwd=tmp_path
+    )
     assert run.returncode == 0, run.stderr.decode()[-2000:]
 
 
@@ -496,6 +500,7 @@ def test_pickle_loaded_and_solved_in_a_fresh_process(tmp_path):
         ],
         check=True,
         timeout=300,
+        cwd=tmp_path,  # away from the source tree (see above)
     )
     with np.load(tmp_path / "x.npz") as xs:
         for i, F in enumerate(Fs):

@@ -232,7 +232,7 @@ def test_cli_solves_a_scaled_complex_matrix(tmp_path, scale):
     run = subprocess.run(
         [sys.executable, "-m", "pastixpy", "solve", str(tmp_path / "A.mtx"), "--rhs",
          str(tmp_path / "b.mtx"), "-o", str(out)],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,  # away from the sources
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     x = np.asarray(scipy.io.mmread(out)).reshape(-1)
