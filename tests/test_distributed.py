@@ -528,11 +528,11 @@ def test_sigint_to_one_rank_ends_the_job(rank, tmp_path):
     pids = [int(f.read_text()) for f in files]
     os.kill(pids[rank], signal.SIGINT)
     code, stderr = wait_ended(proc, pids)
-    assert code == 128 + signal.SIGINT, stderr[-2000:]
-    # The job's end is what must hold; whether the aborting rank's last line reaches
-    # mpiexec's stderr before the job is torn down depends on timing (once, in a full
-    # run, rank 0's traceback came without it).
-    assert "KeyboardInterrupt" in stderr, stderr[-2000:]
+    # The job's end is what must hold (it hung before). Its status is the interrupt's
+    # (128 + SIGINT) unless MPICH's abort itself dies in its transport's teardown (status 6,
+    # "ucp_worker.c ... Fatal", seen in a full run), and whether the aborting rank's last
+    # lines reach mpiexec's stderr before the job is torn down depends on timing.
+    assert code in (128 + signal.SIGINT, 6), stderr[-2000:]
 
 
 @needs_mpi
@@ -561,11 +561,10 @@ def test_sigint_to_one_rank_of_the_cli_ends_the_job(rank, tmp_path):
     time.sleep(1.0)  # rank 1 from MPI's initialization to its wait for rank 0's input
     os.kill(pids[rank], signal.SIGINT)
     code, stderr = wait_ended(proc, pids.values())
-    assert code == 128 + signal.SIGINT, stderr[-2000:]
-    # Every rank ended with the interrupt's status. Rank 0's message depends on where the
-    # signal finds it: in open() it is a KeyboardInterrupt, inside scipy's Matrix Market
-    # reader an error of the read (once, in a full run).
-    assert f"rank {rank} of 2" in stderr or "KeyboardInterrupt" in stderr, stderr[-2000:]
+    # Every rank ended (they hung before), with the interrupt's status or that of MPICH's
+    # abort dying in its transport's teardown (see above); the messages that reach
+    # mpiexec's stderr depend on where the signal finds rank 0 and on the teardown.
+    assert code in (128 + signal.SIGINT, 6), stderr[-2000:]
 
 
 def _wchan(pid):
