@@ -30,8 +30,8 @@ def example_spec(spec):
     name, _, text = spec.partition(":")
     if name not in PROBLEMS:
         raise argparse.ArgumentTypeError(
-            f"unknown example {name!r}: choose one of {', '.join(PROBLEMS)} as NAME:SIZE, "
-            "e.g. lap3d:30 (--help says what each is)"
+            f"unknown example {name!r}: choose one of {', '.join(_example_names())} as "
+            "NAME:SIZE, e.g. lap3d:30, or a helm2d-…:K (--help lists them all)"
         )
     dims = PROBLEMS[name].dims
     shape = "SIZE" if dims == 1 else f"SIZE or a shape {'x'.join('ABC'[:dims])}"
@@ -60,16 +60,36 @@ def example_matrix(spec):
 
 
 def _example_names():
+    """The registry's problems but the Helmholtz family's members (listed apart)."""
     from .gallery import PROBLEMS
 
-    return list(PROBLEMS)
+    return [k for k, p in PROBLEMS.items() if p.family is None]
 
 
 def _examples_epilog():
+    import textwrap
+
     from .gallery import PROBLEMS
 
-    return "built-in problems (--example NAME:SIZE):\n" + "\n".join(
-        f"  {k:<12} {p.description}" for k, p in PROBLEMS.items()
+    family = [k for k, p in PROBLEMS.items() if p.family == "helmholtz"]
+    about = (
+        "the Helmholtz family (--example NAME:K, K the largest wavenumber, 10 points per "
+        "wavelength; e.g. helm2d-p2c-pml-grf05-s3: 2D, P2 elements, consistent mass, PML, "
+        "random medium of correlation 0.05 and seed 3; pastixpy.gallery.HELMHOLTZ_FAMILY):"
+    )
+    return "\n".join(
+        [
+            "built-in problems (--example NAME:SIZE):",
+            *(f"  {k:<12} {PROBLEMS[k].description}" for k in _example_names()),
+            textwrap.fill(about, width=88),
+            textwrap.fill(
+                ", ".join(family),
+                width=88,
+                initial_indent="  ",
+                subsequent_indent="  ",
+                break_on_hyphens=False,
+            ),
+        ]
     )
 
 
@@ -83,7 +103,9 @@ def _add_source(p):
         "--example",
         type=example_spec,
         metavar="NAME:SIZE",
-        help="a built-in problem: " + ", ".join(f"{k}:SIZE" for k in _example_names()),
+        help="a built-in problem: "
+        + ", ".join(f"{k}:SIZE" for k in _example_names())
+        + ", or a Helmholtz family member NAME:K (listed below)",
     )
     p.add_argument("--ordering", choices=sorted(ORDERINGS), default="auto")
     p.add_argument("--kind", choices=KIND_CHOICES, default="auto")

@@ -10,6 +10,40 @@ from numbers import Integral
 import numpy as np
 import scipy.sparse as sp
 
+from ._checks import _check_dtype, _check_shape, _check_size
+from .family import HELMHOLTZ_FAMILY, HELMHOLTZ_FAMILY_2D, HELMHOLTZ_FAMILY_3D, helmholtz_family
+from .helmholtz import (
+    HelmholtzProblem,
+    helmholtz2d,
+    helmholtz3d,
+    helmholtz_fd,
+    helmholtz_problem,
+)
+from .media import grf_velocity, marmousi_velocity, wedge_velocity
+
+__all__ = [
+    "HELMHOLTZ_FAMILY",
+    "HELMHOLTZ_FAMILY_2D",
+    "HELMHOLTZ_FAMILY_3D",
+    "PROBLEMS",
+    "HelmholtzProblem",
+    "Problem",
+    "convection_diffusion3d",
+    "elasticity3d",
+    "grf_velocity",
+    "helmholtz2d",
+    "helmholtz3d",
+    "helmholtz_family",
+    "helmholtz_fd",
+    "helmholtz_problem",
+    "laplacian",
+    "marmousi_velocity",
+    "problem",
+    "saddle_point",
+    "vector_laplacian",
+    "wedge_velocity",
+]
+
 
 def laplacian(shape, dtype=np.float64):
     """Finite-difference Laplacian with Dirichlet boundaries on a regular grid.
@@ -55,39 +89,9 @@ def vector_laplacian(shape, dofs=3, coupling=0.25, dtype=np.float64):
 
 
 # --------------------------------------------------------------------------------------
-# Realistic test problems: elasticity, Helmholtz, convection-diffusion, saddle point.
+# Realistic test problems: elasticity, convection-diffusion, saddle point (Helmholtz:
+# helmholtz.py).
 # --------------------------------------------------------------------------------------
-
-
-def _check_dtype(dtype, kind):
-    """Return ``np.dtype(dtype)``; ``kind`` is ``"real"`` (any inexact) or ``"complex"``."""
-    dt = np.dtype(dtype)
-    if kind == "complex":
-        if not np.issubdtype(dt, np.complexfloating):
-            raise ValueError(f"dtype must be a complex type (complex64, complex128), got {dt}")
-    elif not np.issubdtype(dt, np.inexact):
-        raise ValueError(f"dtype must be a floating-point type (float32, float64), got {dt}")
-    return dt
-
-
-def _check_shape(shape, ndims, name="shape"):
-    """Validate a tuple of positive ints whose length is in ``ndims``."""
-    try:
-        shape = tuple(int(s) for s in shape)
-    except TypeError:
-        raise ValueError(f"{name} must be a tuple of ints, got {shape!r}") from None
-    if len(shape) not in ndims:
-        want = " or ".join(str(d) for d in ndims)
-        raise ValueError(f"{name} must have {want} entries, got {shape}")
-    if min(shape) < 1:
-        raise ValueError(f"{name} must have positive sizes, got {shape}")
-    return shape
-
-
-def _check_size(n, name="n"):
-    if isinstance(n, (bool, np.bool_)) or int(n) != n or n < 1:
-        raise ValueError(f"{name} must be a positive integer, got {n!r}")
-    return int(n)
 
 
 def _hex8_stiffness(E=1.0, nu=0.3):
@@ -214,284 +218,6 @@ def elasticity3d(shape, *, E=1.0, nu=0.3, dtype=np.float64):
     True
     """
     return _elasticity_stiffness(shape, E=E, nu=nu, dtype=dtype, clamp=True)
-
-
-def helmholtz2d(n, *, ppw=10, dtype=np.complex128):
-    """2D Helmholtz ``-Δu - k²u`` on the unit square with an absorbing boundary.
-
-    5-point finite differences on the ``n x n`` interior points of the grid of step
-    ``h = 1 / (n + 1)``, unknowns in C order (x slowest); wavenumber
-    ``k = 2π / (ppw h)`` so that a wavelength spans ``ppw`` grid steps. On the
-    boundary, the first-order absorbing (Sommerfeld) condition
-    ``du/dn - i k u = 0`` is discretized one-sidedly,
-    ``(u_b - u_0) / h - i k u_b = 0``, and the boundary value
-    ``u_b = u_0 / (1 - i k h)`` is eliminated from the stencil of the adjacent
-    interior point. That only changes the diagonal, by ``-1 / (1 - i k h) / h²``
-    per boundary side, so the matrix is complex symmetric (``A == A.T``) but not
-    Hermitian. It is nonsingular: a null vector would vanish on the boundary rows
-    (their diagonals have a nonzero imaginary part of one sign) and then, row by
-    row through the 5-point stencil, everywhere. Order ``n²``; ``n = 500`` gives
-    250,000 unknowns.
-
-    Parameters
-    ----------
-    n : int
-        Interior points per direction, >= 1.
-    ppw : float, optional
-        Points per wavelength, > 0 (about 10 is the usual accuracy rule of thumb).
-    dtype : numpy dtype, optional
-        Complex type of the values (complex64 or complex128).
-
-    Returns
-    -------
-    scipy.sparse.csc_array
-        The complex symmetric matrix.
-
-    Examples
-    --------
-    >>> A = helmholtz2d(4)
-    >>> A.shape, A.dtype
-    ((16, 16), dtype('complex128'))
-    >>> float(abs(A - A.T).max()), bool(abs(A - A.conj().T).max() > 0)
-    (0.0, True)
-    """
-    return _helmholtz(n, 2, ppw, dtype)
-
-
-def helmholtz3d(n, *, ppw=10, dtype=np.complex128):
-    """3D Helmholtz ``-Δu - k²u`` on the unit cube with an absorbing boundary.
-
-    The 7-point analogue of :func:`helmholtz2d` (same wavenumber rule, same
-    first-order absorbing condition eliminated on each of the six faces): complex
-    symmetric, not Hermitian, order ``n³``.
-
-    Parameters
-    ----------
-    n : int
-        Interior points per direction, >= 1.
-    ppw : float, optional
-        Points per wavelength, > 0.
-    dtype : numpy dtype, optional
-        complex64 or complex128.
-
-    Returns
-    -------
-    scipy.sparse.csc_array
-
-    Examples
-    --------
-    >>> A = helmholtz3d(3)
-    >>> A.shape, float(abs(A - A.T).max())
-    ((27, 27), 0.0)
-    """
-    return _helmholtz(n, 3, ppw, dtype)
-
-
-def _helmholtz(n, dims, ppw, dtype):
-    """The Helmholtz matrix of :func:`helmholtz2d` (dims 2) or :func:`helmholtz3d`: a
-    Kronecker sum of the 1D absorbing second differences, shifted by -k²."""
-    n = _check_size(n)
-    if not ppw > 0:
-        raise ValueError(f"ppw (points per wavelength) must be positive, got {ppw}")
-    dt = _check_dtype(dtype, "complex")
-    h = 1.0 / (n + 1)
-    k = 2 * np.pi / (ppw * h)
-    diag = np.full(n, 2.0, dtype=np.complex128)
-    robin = 1.0 / (1.0 - 1j * k * h)
-    diag[0] -= robin
-    diag[-1] -= robin
-    t = sp.diags_array(
-        [-np.ones(n - 1), diag, -np.ones(n - 1)], offsets=[-1, 0, 1], dtype=np.complex128
-    )
-    eye = sp.eye_array(n, dtype=np.complex128)
-    if dims == 2:
-        A = sp.kron(t, eye) + sp.kron(eye, t)
-    else:
-        eye2 = sp.eye_array(n * n, dtype=np.complex128)
-        A = sp.kron(t, eye2) + sp.kron(eye, sp.kron(t, eye)) + sp.kron(eye2, t)
-    A = A / h**2 - k**2 * sp.eye_array(n**dims)
-    A = sp.csc_array(A.astype(dt))
-    A.sum_duplicates()
-    A.sort_indices()
-    return A
-
-
-@dataclass(frozen=True)
-class HelmholtzProblem:
-    """A finite-difference Helmholtz problem made by :func:`helmholtz_fd`.
-
-    Attributes
-    ----------
-    A : scipy.sparse.csc_array
-        ``L − diag(k(x)²)``, complex symmetric.
-    b : ndarray
-        The point source: ``1 / h^dims`` at :attr:`source`, zero elsewhere.
-    laplacian : scipy.sparse.csc_array
-        L: the 5-point (7-point) ``−Δ`` with the absorbing boundary terms, which
-        depend on k at the boundary.
-    k : ndarray
-        k(x) = ω / c(x) at each unknown.
-    omega : float
-        The angular frequency (the velocities are relative to the slowest one).
-    h : float
-        Grid step; the grid has ``n = 1/h − 1`` interior points per direction.
-    shape : tuple of int
-        ``(n, n)`` or ``(n, n, n)``, unknowns in C order (x slowest, depth last).
-    medium : str
-        ``"constant"``, ``"wedge"`` or ``"callable"``.
-    source : int
-        Index of the source's grid point.
-    ppw : float
-        Points per wavelength at the largest k.
-    """
-
-    A: object
-    b: np.ndarray
-    laplacian: object
-    k: np.ndarray
-    omega: float
-    h: float
-    shape: tuple
-    medium: str
-    source: int
-    ppw: float
-
-    @property
-    def k_max(self):
-        return float(self.k.max())
-
-
-def wedge_velocity(*coords):
-    """The wedge medium on the unit square (cube): three layers with velocities 1.5, 1.0
-    and 2.0 from the top, separated by two slanted interfaces, at depths ``0.4 − 0.2 x``
-    and ``0.5 + 0.3 x`` (x the first coordinate, depth the last), so that the middle,
-    slowest layer is a wedge opening towards x = 1.
-
-    Examples
-    --------
-    >>> wedge_velocity(np.array([0.5, 0.5, 0.5]), np.array([0.1, 0.45, 0.9]))
-    array([1.5, 1. , 2. ])
-    """
-    x, depth = coords[0], coords[-1]
-    first = 0.4 - 0.2 * x
-    second = 0.5 + 0.3 * x
-    return np.where(depth < first, 1.5, np.where(depth < second, 1.0, 2.0))
-
-
-def helmholtz_fd(k, *, dims=2, ppw=10, medium="constant", source="point", dtype=np.complex128):
-    """Finite-difference Helmholtz ``−Δu − k(x)²u = f`` on the unit square (cube) with a
-    first-order absorbing boundary and a point source.
-
-    The grid step is chosen from the points per wavelength at the largest wavenumber,
-    ``k``: ``n = round(ppw k / 2π) − 1`` interior points per direction, ``h = 1/(n+1)``
-    (so ``helmholtz_fd(k).A`` is :func:`helmholtz2d` of that n, up to the rounding of k).
-    In a heterogeneous medium the velocity c(x) is relative to the slowest one, the
-    angular frequency is ``ω = k`` and ``k(x) = ω / c(x) <= k``. The boundary condition
-    ``du/dn − i k u = 0`` is discretized one-sidedly and eliminated into the diagonal
-    with the local k (as in :func:`helmholtz2d`), so A is complex symmetric. The source
-    is a unit point source, ``1/h^dims`` at the grid point nearest the centre (or, in
-    the wedge, nearest ``(0.5, ..., 0.1)``: mid-width near the top).
-
-    Parameters
-    ----------
-    k : float
-        The largest wavenumber in the medium, > 0.
-    dims : {2, 3}
-    ppw : float
-        Points per wavelength at the largest k.
-    medium : {"constant", "wedge"} or callable
-        ``"wedge"``: :func:`wedge_velocity`. A callable ``c(x, y[, z])`` gets the
-        coordinates of the grid points (arrays in (0, 1)) and returns positive
-        velocities; they are scaled by their minimum.
-    source : {"point", None}
-        None gives a zero right-hand side.
-    dtype : complex64 or complex128
-
-    Returns
-    -------
-    HelmholtzProblem
-
-    Examples
-    --------
-    >>> p = helmholtz_fd(20)
-    >>> p.shape, p.A.shape, round(p.h, 4)
-    ((31, 31), (961, 961), 0.0312)
-    >>> float(abs(p.A - p.A.T).max())
-    0.0
-    >>> w = helmholtz_fd(20, medium="wedge")
-    >>> round(w.k_max, 1), round(float(w.k.min()), 1)
-    (20.0, 10.0)
-    """
-    if dims not in (2, 3):
-        raise ValueError(f"dims must be 2 or 3, got {dims!r}")
-    if not (np.isfinite(k) and k > 0):
-        raise ValueError(f"k must be a positive number, got {k!r}")
-    if not (np.isfinite(ppw) and ppw > 0):
-        raise ValueError(f"ppw (points per wavelength) must be positive, got {ppw!r}")
-    if source not in ("point", None):
-        raise ValueError(f"source must be 'point' or None, got {source!r}")
-    dt = _check_dtype(dtype, "complex")
-    n = max(2, int(round(ppw * k / (2 * np.pi))) - 1)
-    h = 1.0 / (n + 1)
-    shape = (n,) * dims
-    coords = [(g + 1) * h for g in np.indices(shape).reshape(dims, -1)]
-    if callable(medium):
-        c = np.asarray(medium(*coords), dtype=np.float64)
-        if c.shape != coords[0].shape or not np.all(np.isfinite(c)) or np.any(c <= 0):
-            raise ValueError("medium(x, ...) must return a positive finite velocity per point")
-        name = "callable"
-    elif medium == "constant":
-        c, name = np.ones(n**dims), "constant"
-    elif medium == "wedge":
-        c, name = wedge_velocity(*coords), "wedge"
-    else:
-        raise ValueError(f"medium must be 'constant', 'wedge' or a callable, got {medium!r}")
-    c = c / c.min()
-    omega = float(k)
-    kx = omega / c
-    # -Δ with the absorbing boundary: u_b = u_0 / (1 − i k h) eliminated on each side.
-    t = sp.diags_array(
-        [-np.ones(n - 1), 2 * np.ones(n), -np.ones(n - 1)], offsets=[-1, 0, 1], dtype=np.complex128
-    )
-    eye = sp.eye_array(n, dtype=np.complex128)
-    terms = []
-    for axis in range(dims):
-        term = sp.eye_array(1, dtype=np.complex128)
-        for other in range(dims):
-            term = sp.kron(term, t if other == axis else eye)
-        terms.append(term)
-    grid = np.indices(shape).reshape(dims, -1)
-    sides = ((grid == 0) | (grid == n - 1)).sum(axis=0) + ((grid == 0) & (grid == n - 1)).sum(
-        axis=0
-    )
-    robin = sides / (1.0 - 1j * kx * h)
-    L = (sum(terms[1:], terms[0]) - sp.diags_array(robin)) / h**2
-    L = sp.csc_array(L.astype(dt))
-    L.sum_duplicates()
-    L.sort_indices()
-    A = sp.csc_array(L - sp.diags_array((kx**2).astype(dt)))
-    A.sum_duplicates()
-    A.sort_indices()
-    if name == "wedge":
-        where = [n // 2] * (dims - 1) + [int(round(0.1 / h)) - 1]
-    else:
-        where = [n // 2] * dims
-    src = int(np.ravel_multi_index(tuple(where), shape))
-    b = np.zeros(n**dims, dt)
-    if source == "point":
-        b[src] = 1.0 / h**dims
-    return HelmholtzProblem(
-        A=A,
-        b=b,
-        laplacian=L,
-        k=kx,
-        omega=omega,
-        h=h,
-        shape=shape,
-        medium=name,
-        source=src,
-        ppw=2 * np.pi / (float(kx.max()) * h),
-    )
 
 
 def _wind(points, peclet, wind):
@@ -659,6 +385,10 @@ class Problem:
         ``"unsym"``: which factorization it calls for.
     build : callable
         ``build(shape)`` with ``shape`` a tuple of ``dims`` ints.
+    family : str or None
+        ``"helmholtz"`` for the members of the Helmholtz family
+        (:data:`HELMHOLTZ_FAMILY`), whose size is the wavenumber k; the CLI's help lists
+        them apart.
     """
 
     name: str
@@ -666,6 +396,7 @@ class Problem:
     dims: int
     structure: str
     build: Callable
+    family: str | None = None
 
     def __call__(self, size):
         """The matrix of this size: an int (the same along each dimension) or a tuple."""
@@ -733,6 +464,11 @@ PROBLEMS = {
         ),
     )
 }
+# The Helmholtz family, SIZE being the (largest) wavenumber k.
+PROBLEMS.update(
+    (m.name, Problem(m.name, m.description, 1, "csym", lambda s, m=m: m(s[0]).A, "helmholtz"))
+    for m in HELMHOLTZ_FAMILY.values()
+)
 
 
 def problem(spec, size=None):
@@ -745,6 +481,8 @@ def problem(spec, size=None):
     (9, 9)
     >>> problem("elast3d", (2, 1, 1)).shape
     (24, 24)
+    >>> problem("helm2d-p1c-pml-marm:8").shape  # a Helmholtz family member at k = 8
+    (1024, 1024)
     """
     name = spec
     if size is None:
@@ -755,7 +493,11 @@ def problem(spec, size=None):
             parts = ()
         size = parts[0] if len(parts) == 1 else parts
     if name not in PROBLEMS:
-        raise ValueError(f"unknown problem {name!r}; known: {', '.join(PROBLEMS)}")
+        known = ", ".join(k for k, p in PROBLEMS.items() if p.family is None)
+        raise ValueError(
+            f"unknown problem {name!r}; known: {known} and the Helmholtz family "
+            "(HELMHOLTZ_FAMILY: helm2d-..., helm3d-...)"
+        )
     if size == () or size is None:
         raise ValueError(f"{name} needs a size, as in {name}:20")
     return PROBLEMS[name](size)
