@@ -332,9 +332,11 @@ class MultilevelSolver:
         mean factor by which the true residual fell per iteration over the last
         ``stagnation`` iterations, and stops early, with ``info > 0`` and a
         :class:`~pastixpy.errors.StagnationWarning` saying what it saw and what to try,
-        where that rate is worse than 0.8 (far from the method's normal 1e-1 to 1e-3), or
-        projects more than ``maxiter`` iterations or ``max_seconds`` to reach rtol. A
-        healthy solve converges within the window and is never checked.
+        where the window made no progress (less than 0.1%), or its rate is worse than
+        0.8 (the method's normal one is 0.1 or better), or the rate projects more than
+        ``maxiter`` iterations or ``max_seconds`` to reach rtol
+        (:class:`pastixpy.krylov.Watch`). A healthy solve converges within the window and
+        is never checked; one that reaches ``maxiter`` warns too.
 
         Parameters
         ----------
