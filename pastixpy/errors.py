@@ -11,6 +11,7 @@ __all__ = [
     "OutOfMemoryError",
     "MixedPrecisionError",
     "PastixWarning",
+    "StagnationWarning",
 ]
 
 
@@ -21,6 +22,15 @@ class PastixError(Exception):
 class PastixWarning(UserWarning):
     """Results that hold but deserve attention (perturbed pivots, unreliable inertia, a
     kind forced on a matrix it does not fit, mixed precision falling back to double)."""
+
+
+class StagnationWarning(PastixWarning):
+    """An iterative solve stopped short of its tolerance (``info > 0``): its convergence
+    stagnated (at the recent reduction per iteration the tolerance was out of reach within
+    ``maxiter`` iterations), it ran out of iterations or of time (``max_seconds``), or it
+    broke down. The message says what it saw (iterations, residual, recent reduction per
+    iteration), what that rate projects, and what to try; the solver's
+    ``stats["solve"]["stop"]`` says which."""
 
 
 class InvalidInputError(PastixError, ValueError):

@@ -5,6 +5,8 @@ Every check compares with an independent reference: a dense solve, scipy's gmres
 exact ideal operators formed densely, or the theory of the reduction framework.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -13,7 +15,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pastixpy
-from pastixpy.errors import InvalidInputError, OptionError, SingularMatrixError
+from pastixpy.errors import (
+    InvalidInputError,
+    OptionError,
+    SingularMatrixError,
+    StagnationWarning,
+)
 from pastixpy.gallery import helmholtz2d, helmholtz_fd, laplacian, wedge_velocity
 from pastixpy.multilevel import (
     IdealTwoGrid,
@@ -434,9 +441,12 @@ def test_solve_interface_and_stats(problem40, ml40):
     assert len(st_["solve"]["cycles_per_level"]) == len(ml40.levels)
     text = repr(ml40)
     assert "level" in text and "operator complexity" in text and "3969" in text
-    # maxiter reached: info is the iteration count, as scipy's.
-    _, info = ml40.solve(problem40.b, rtol=1e-14, maxiter=2)
-    assert info == 2
+    assert st_["solve"]["stop"] == "converged" and st_["solve"]["why"] is None
+    assert st_["solve"]["residual"] == pytest.approx(relres(problem40.A, x, problem40.b))
+    # maxiter reached: info is the iteration count, as scipy's, and a warning says so.
+    with pytest.warns(StagnationWarning, match=r"\(maxiter\) after 2 of at most 2"):
+        _, info = ml40.solve(problem40.b, rtol=1e-14, maxiter=2)
+    assert info == 2 and ml40.stats["solve"]["stop"] == "maxiter"
     with pytest.raises(OptionError, match="accel"):
         ml40.solve(problem40.b, accel="bicgstab")
     with pytest.raises(OptionError, match="K-cycle"):
@@ -571,6 +581,118 @@ def test_user_callables(problem40):
         helmholtz_solver(problem40.A, coarsening=lambda A, level: np.ones(3))
     with pytest.raises(InvalidInputError, match="shape"):
         helmholtz_solver(problem40.A, transfer=lambda A, f, V: sp.eye_array(3))
+
+
+# ----------------------------------------------------------------------------- stagnation
+
+
+@pytest.fixture(scope="module")
+def poor40(problem40):
+    """A hierarchy that cannot work: no smoothing, and interpolation fitted to two
+    unrelaxed random vectors. Its residual falls to about 0.5 and stays there."""
+    return helmholtz_solver(
+        problem40.A,
+        smoother="none",
+        f_relaxation="none",
+        test_vectors=2,
+        transfer="ls",
+        **SMALL,
+    )
+
+
+def test_a_stagnating_solve_stops_early_and_says_why(problem40, poor40):
+    A, b = problem40.A, problem40.b
+    with pytest.warns(StagnationWarning) as record:
+        x, info = poor40.solve(b, rtol=1e-6)
+    st_ = poor40.stats["solve"]
+    assert st_["stop"] == "stagnated" and not st_["converged"]
+    assert 0 < info == st_["iterations"] <= 10  # of maxiter=200
+    # What it reports is what x gives, and the rate is the one of its residual history.
+    assert st_["residual"] == pytest.approx(relres(A, x, b), rel=1e-6)
+    history = [1.0, *st_["residuals"]]  # from x0 = 0
+    assert st_["rate"] == pytest.approx((history[-1] / history[-6]) ** 0.2)
+    assert st_["rate"] > 0.8 and st_["projected_iterations"] > 50
+    message = str(record[0].message)
+    for part in (
+        f"after {info} of at most 200 iterations",
+        "rate=0.8",
+        f"relative residual {st_['residual']:.2e}",
+        f"factor {st_['rate']:.3g} per iteration",
+        "more iterations",
+        "When it stagnates",
+        "absorbing boundary",
+        "pastixpy.factorize(A)",
+    ):
+        assert part in message, part
+    # The verdict was right: left alone, the same solve gets nowhere.
+    with pytest.warns(StagnationWarning, match="maxiter"):
+        x20, info20 = poor40.solve(b, rtol=1e-6, maxiter=20, stagnation=None)
+    assert info20 == 20 and poor40.stats["solve"]["stop"] == "maxiter"
+    assert relres(A, x20, b) > 0.5 * st_["residual"]
+    # Without the rate floor, the projection beyond maxiter stops it, later.
+    with pytest.warns(StagnationWarning, match="more than maxiter=200"):
+        _, info = poor40.solve(b, rtol=1e-6, stagnation={"window": 5, "rate": None})
+    assert poor40.stats["solve"]["stop"] == "stagnated" and 5 < info < 40
+
+
+def test_a_healthy_solve_is_not_stopped():
+    problem = helmholtz_fd(20, medium="wedge")
+    ml = helmholtz_solver(problem.A, **SMALL)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", StagnationWarning)
+        x, info = ml.solve(problem.b, rtol=1e-10, max_seconds=60)
+        assert info == 0 and relres(problem.A, x, problem.b) <= 1e-10
+        st_ = ml.stats["solve"]
+        assert st_["stop"] == "converged" and st_["rate"] < 0.1
+        # A tight window and rate that the method still meets.
+        x, info = ml.solve(problem.b, rtol=1e-10, stagnation={"window": 2, "rate": 0.3})
+        assert info == 0
+
+
+def test_solve_time_limit(problem40, ml40):
+    with pytest.warns(StagnationWarning, match=r"\(time\).*max_seconds=1e-09"):
+        x, info = ml40.solve(problem40.b, rtol=1e-12, max_seconds=1e-9)
+    st_ = ml40.stats["solve"]
+    assert info == 1 and st_["stop"] == "time" and st_["iterations"] == 1
+    # The first iteration's progress is kept.
+    assert relres(problem40.A, x, problem40.b) == pytest.approx(st_["residual"], rel=1e-6)
+    assert st_["residual"] < 1e-3
+
+
+def test_shifted_laplacian_does_not_run_silently_to_maxiter(problem40):
+    sl = shifted_laplacian_preconditioner(problem40)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", StagnationWarning)
+        x, info = sl.solve(problem40.b, rtol=1e-6)
+    its = sl.stats["solve"]["iterations"]
+    assert info == 0 and sl.stats["solve"]["stop"] == "converged" and its > 20
+    # A maxiter it cannot meet: stopped once the rate says so, well before maxiter.
+    with pytest.warns(StagnationWarning, match="ShiftedLaplacian solve stopped.*maxiter=20"):
+        x, info = sl.solve(problem40.b, rtol=1e-6, maxiter=20)
+    assert 0 < info < 20 and sl.stats["solve"]["stop"] == "stagnated"
+    assert sl.stats["solve"]["projected_iterations"] + info > 20
+    assert relres(problem40.A, x, problem40.b) == pytest.approx(sl.stats["solve"]["residual"])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"stagnation": 1}, "stagnation window must be an integer >= 2"),
+        ({"stagnation": True}, "stagnation must be None"),
+        ({"stagnation": "yes"}, "stagnation must be None"),
+        ({"stagnation": {"window": 5, "rate": 1.5}}, r"stagnation rate .* \(0, 1\)"),
+        ({"stagnation": {"windw": 5}}, "unknown key"),
+        ({"max_seconds": 0}, "max_seconds"),
+        ({"max_seconds": -1.0}, "max_seconds"),
+        ({"max_seconds": "1"}, "max_seconds"),
+        ({"max_seconds": float("inf")}, "max_seconds"),
+    ],
+)
+def test_bad_watch_arguments(problem40, ml40, kwargs, match):
+    with pytest.raises(OptionError, match=match):
+        ml40.solve(problem40.b, **kwargs)
+    with pytest.raises(OptionError, match=match):
+        fgmres(problem40.A, problem40.b, **kwargs)
 
 
 # ----------------------------------------------------------------------------- baselines

@@ -18,10 +18,17 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InvalidInputError, OptionError
-from ..krylov import _gmres, check_rhs
+from ..krylov import _gmres, check_rhs, make_watch, solve_stats, warn_stop
 from .checks import check_matrix
 
 __all__ = ["DirectSolver", "ShiftedLaplacian", "direct_solver", "shifted_laplacian_preconditioner"]
+
+#: What the warning of a preconditioned solve that stopped short suggests.
+ADVICE = (
+    "See 'When it stagnates' in docs/multilevel.md: the shifted Laplacian needs a number of "
+    "iterations that grows with k; give a larger maxiter, or use "
+    "pastixpy.multilevel.helmholtz_solver(A), or the direct solver pastixpy.factorize(A)."
+)
 
 
 class _Preconditioned:
@@ -51,12 +58,27 @@ class _Preconditioned:
         callback=None,
         callback_type="pr_norm",
         restart=None,
+        stagnation=10,
+        max_seconds=None,
     ):
         """Right-preconditioned GMRES on A (fixed preconditioner: the Arnoldi basis only,
-        one factorization solve per iteration). Returns ``(x, info)`` as scipy does."""
+        one factorization solve per iteration). Returns ``(x, info)`` as scipy does:
+        ``info`` is 0 when converged, else the number of iterations made.
+
+        ``maxiter`` defaults to 1000. The solve watches its convergence as
+        :meth:`pastixpy.multilevel.MultilevelSolver.solve` does, and stops early with
+        ``info > 0`` and a :class:`~pastixpy.errors.StagnationWarning` where the reduction
+        per iteration over the last ``stagnation`` iterations (int window, or a dict with
+        ``window`` and ``rate``, the worst acceptable mean reduction factor per iteration,
+        none by default: this method is slow by nature) projects more than ``maxiter``
+        iterations, or more than ``max_seconds`` (None: no limit), to reach rtol;
+        ``stagnation=None`` disables the watch. ``stats["solve"]`` has the same fields.
+        """
+        watch = make_watch(stagnation, max_seconds)
         b = check_rhs(b, self.shape[0])
+        maxiter = 1000 if maxiter is None else maxiter
         t = time.perf_counter()
-        x, info, iterations, history = _gmres(
+        result = _gmres(
             self.A,
             b,
             x0,
@@ -64,18 +86,15 @@ class _Preconditioned:
             rtol,
             atol,
             restart,
-            1000 if maxiter is None else maxiter,
+            maxiter,
             callback,
             callback_type,
             False,
+            watch,
         )
-        self.stats["solve"] = {
-            "iterations": iterations,
-            "seconds": time.perf_counter() - t,
-            "residuals": history,
-            "converged": info == 0,
-        }
-        return x, info
+        self.stats["solve"] = solve_stats(result, time.perf_counter() - t)
+        warn_stop(f"{type(self).__name__} solve", result, rtol, maxiter, ADVICE)
+        return result.x, result.info
 
 
 class ShiftedLaplacian(_Preconditioned):
@@ -111,6 +130,7 @@ class DirectSolver(_Preconditioned):
             "iterations": 0,
             "seconds": time.perf_counter() - t,
             "converged": True,
+            "stop": "converged",
         }
         return x, 0
 

@@ -8,7 +8,7 @@ import numpy as np
 import scipy.sparse.linalg as sla
 
 from ..errors import OptionError
-from ..krylov import _gmres, check_rhs
+from ..krylov import _gmres, check_rhs, make_watch, solve_stats, warn_stop
 from .checks import check_matrix, structurally_nonsingular
 from .coarse import parse_coarse_solver
 from .coarsening import COARSENINGS
@@ -22,6 +22,18 @@ __all__ = ["MultilevelSolver", "helmholtz_solver"]
 
 #: Accelerations of :meth:`MultilevelSolver.solve`.
 ACCELERATIONS = ("fgmres", "gmres")
+
+#: The worst mean reduction factor per outer iteration that :meth:`MultilevelSolver.solve`
+#: accepts by default: a working hierarchy reduces the residual by 10 to 1000 per
+#: iteration, so a window of iterations at 0.8 (a third in five) is a failing one.
+STAGNATION_RATE = 0.8
+
+#: What the warning of a solve that stopped short suggests.
+ADVICE = (
+    "See 'When it stagnates' in docs/multilevel.md: check that the problem has an absorbing "
+    "boundary or damping; try transfer=('ideal-corrected', {'distance': 2}) or more test "
+    "vectors (test_vectors=64); in 2D, the direct solver pastixpy.factorize(A) is faster."
+)
 
 
 @dataclass
@@ -228,8 +240,13 @@ class MultilevelSolver:
         ``grid_complexity``, ``memory_bytes`` (operators, transfers, factors),
         ``coarse_factor_bytes``, ``stop_reason`` (why the coarsest level is the coarsest),
         ``f_relaxation_rates`` (estimated Jacobi rate on each level's A_ff),
-        and after a solve, ``solve`` (iterations, seconds, residual history and the
-        cycles run on each level).
+        and after a solve, ``solve``: ``iterations``, ``seconds``, ``residuals`` (the
+        relative residual after each iteration), ``converged``, ``stop`` (``"converged"``,
+        ``"stagnated"``, ``"maxiter"``, ``"time"`` or ``"breakdown"``), ``residual`` (the
+        true relative residual reached), ``rate`` (the mean reduction factor per
+        iteration over the last ``window`` iterations), ``projected_iterations`` and
+        ``projected_seconds`` (more, at that rate, to reach rtol) and
+        ``cycles_per_level``.
     """
 
     def __init__(self, levels, options, setup_seconds):
@@ -306,8 +323,20 @@ class MultilevelSolver:
         callback=None,
         callback_type="pr_norm",
         restart=None,
+        stagnation=5,
+        max_seconds=None,
     ):
         """Solve A x = b by Krylov iterations preconditioned (on the right) by the cycle.
+
+        The solve watches its own convergence: after each outer iteration it measures the
+        mean factor by which the true residual fell per iteration over the last
+        ``stagnation`` iterations, and stops early, with ``info > 0`` and a
+        :class:`~pastixpy.errors.StagnationWarning` saying what it saw and what to try,
+        where the window made no progress (less than 0.1%), or its rate is worse than
+        0.8 (the method's normal one is 0.1 or better), or the rate projects more than
+        ``maxiter`` iterations or ``max_seconds`` to reach rtol
+        (:class:`pastixpy.krylov.Watch`). A healthy solve converges within the window and
+        is never checked; one that reaches ``maxiter`` warns too.
 
         Parameters
         ----------
@@ -325,12 +354,28 @@ class MultilevelSolver:
             of each restart cycle with ``callback_type="x"`` (scipy's conventions).
         restart : int, optional
             Iterations between restarts (none by default).
+        stagnation : int, dict or None
+            The window of iterations the reduction rate is measured over (default 5), or
+            a dict with ``window`` and ``rate`` (the worst acceptable mean reduction
+            factor per iteration, default 0.8; None to stop only on the projection
+            beyond ``maxiter``). None: no watch (the run goes to ``maxiter``).
+        max_seconds : float, optional
+            Time limit of the solve: it stops once it is passed, or once the recent rate
+            projects more; None (default) for no limit.
 
         Returns
         -------
         x : ndarray
+            The last iterate, also when stopped early.
         info : int
-            0 when converged, else the iterations made.
+            scipy's convention: 0 when converged, else the number of iterations made
+            (``> 0``), whether the run reached ``maxiter`` or stopped early;
+            ``stats["solve"]["stop"]`` says why.
+
+        Raises
+        ------
+        OptionError
+            ``accel``, ``stagnation`` or ``max_seconds`` is not understood.
         """
         if accel not in ACCELERATIONS:
             raise OptionError(f"accel must be one of {list(ACCELERATIONS)}, got {accel!r}")
@@ -339,11 +384,13 @@ class MultilevelSolver:
                 "accel='gmres' needs a fixed linear preconditioner, and the K-cycle is not "
                 "one; use accel='fgmres', or cycle='V' or 'W'"
             )
+        watch = make_watch(stagnation, max_seconds, STAGNATION_RATE)
         n = self.shape[0]
         b = check_rhs(b, n)
+        maxiter = 200 if maxiter is None else maxiter
         self.cycle.reset_counts()
         t = time.perf_counter()
-        x, info, iterations, history = _gmres(
+        result = _gmres(
             self.levels[0].A,
             b,
             x0,
@@ -351,19 +398,16 @@ class MultilevelSolver:
             rtol,
             atol,
             restart,
-            200 if maxiter is None else maxiter,
+            maxiter,
             callback,
             callback_type,
             accel == "fgmres",
+            watch,
         )
-        self.stats["solve"] = {
-            "iterations": iterations,
-            "seconds": time.perf_counter() - t,
-            "residuals": history,
-            "converged": info == 0,
-            "cycles_per_level": list(self.cycle.counts),
-        }
-        return x, info
+        self.stats["solve"] = solve_stats(result, time.perf_counter() - t)
+        self.stats["solve"]["cycles_per_level"] = list(self.cycle.counts)
+        warn_stop("multilevel solve", result, rtol, maxiter, ADVICE)
+        return result.x, result.info
 
     def __repr__(self):
         lines = [
