@@ -18,20 +18,24 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as sla
 
 from ..errors import PastixWarning, SingularMatrixError
-from .checks import is_symmetric
+from .checks import is_symmetric, symmetry_tol
 from .options import nonnegative_float, one_of, optional, parse, positive_float
 
 __all__ = ["COARSE_SOLVERS", "CoarseSolver", "galerkin", "sparsify"]
 
-#: A coarsest operator whose condition number estimate exceeds this is reported singular.
+#: A coarsest operator whose condition number estimate exceeds this is reported singular
+#: (with double-precision factors; with single-precision ones, SINGULAR_CONDITION_SINGLE:
+#: a singular matrix's estimate is then about the inverse of single precision's roundoff).
 SINGULAR_CONDITION = 1e13
+SINGULAR_CONDITION_SINGLE = 1e6
 
 #: Coarsest-solver options: name → {parameter: (default, check)}.
 COARSE_SOLVERS = {
     "pastix": {
         "drop": (0.02, nonnegative_float),
         "compensate": (True, one_of(True, False)),
-        "precision": ("double", one_of("double", "mixed", "single")),
+        # None: single-precision factors for precision="single", double for "double".
+        "precision": (None, optional(one_of("double", "mixed", "single"))),
         "compress": (None, optional(positive_float)),
     },
 }
@@ -97,7 +101,7 @@ def sparsify(A, drop, V=None):
 
 def _hermitian(A):
     D = abs(A - A.conj().T)
-    return D.nnz == 0 or D.max() <= 1e-12 * abs(A).max()
+    return D.nnz == 0 or D.max() <= symmetry_tol(A.dtype) * abs(A).max()
 
 
 class CoarseSolver:
@@ -168,7 +172,11 @@ class CoarseSolver:
         with np.errstate(all="ignore"):
             estimate = sla.onenormest(inverse) if A.shape[0] > 4 else _dense_norm1(inverse)
         self.condition = norm1 * float(estimate)
-        if not np.isfinite(self.condition) or self.condition > SINGULAR_CONDITION:
+        # An operator stored in single precision is that far from singular at least.
+        dtypes = (self.operator.dtype, self.factorization.stats["factor_dtype"])
+        single = min(np.finfo(d).bits for d in dtypes) < 64
+        limit = SINGULAR_CONDITION_SINGLE if single else SINGULAR_CONDITION
+        if not np.isfinite(self.condition) or self.condition > limit:
             raise SingularMatrixError(
                 f"the coarsest level (level {level}, {A.shape[0]} unknowns) is singular or "
                 f"nearly so (condition number about {self.condition:.1e}). Try fewer "
