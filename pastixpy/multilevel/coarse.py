@@ -55,7 +55,7 @@ def galerkin(A, P, R=None):
     return Ac
 
 
-def sparsify(A, drop, V=None):
+def sparsify(A, drop, V=None, symmetry=None):
     """A without its off-diagonal entries below ``drop sqrt(m_i m_j)``, m_i the largest
     off-diagonal modulus of row i. ``drop = 0`` returns A.
 
@@ -65,6 +65,9 @@ def sparsify(A, drop, V=None):
     result is symmetrized when A is symmetric (Hermitian). Dropping alone shifts the
     near-kernel's eigenvalues, which is what the coarse level must get right. Rows keeping
     more than m/2 entries are left as dropped: their fit would be underdetermined.
+    ``symmetry`` (``"symmetric"``, ``"hermitian"`` or ``"general"``) says what A is when
+    the caller knows it (a Galerkin product of a symmetric A with R = Pᵀ is symmetric up
+    to rounding); None checks A.
     """
     if drop <= 0:
         return A
@@ -91,9 +94,11 @@ def sparsify(A, drop, V=None):
     where = np.repeat(fit, counts)
     data[where] = fit_rows(sub, (A @ V)[fit], V, prior=sub.data, mu=1e-8)
     S = sp.csr_array((data, S.indices, S.indptr), shape=S.shape)
-    if is_symmetric(A):
+    if symmetry is None:
+        symmetry = "symmetric" if is_symmetric(A) else "hermitian" if _hermitian(A) else ""
+    if symmetry == "symmetric":
         S = sp.csr_array((S + S.T) * 0.5)
-    elif _hermitian(A):
+    elif symmetry == "hermitian":
         S = sp.csr_array((S + S.T.conj()) * 0.5)
     S.sort_indices()
     return S

@@ -188,7 +188,8 @@ def build_levels(A, opts, rng, original=None):
     # (the setup's peak). The cycle uses the coarsest level through its factorization
     # only, and keeps the sparsified operator that was factored.
     coarsest.galerkin_nnz = int(coarsest.A.nnz)
-    coarsest.A = sparsify(coarsest.A, params.pop("drop"), coarse_vectors)
+    symmetry = "symmetric" if symmetric else "hermitian" if hermitian else "general"
+    coarsest.A = sparsify(coarsest.A, params.pop("drop"), coarse_vectors, symmetry)
     del coarse_vectors
     params.pop("compensate")
     if params["precision"] is None:  # the factors follow the coarse levels' precision
