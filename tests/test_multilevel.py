@@ -453,16 +453,18 @@ def test_solve_interface_and_stats(problem40, ml40):
         ml40.solve(problem40.b, accel="gmres")
 
 
+@pytest.mark.parametrize("precision", ["double", "single"])
 @pytest.mark.parametrize("cycle", ["V", ("W", {"inner": 2})])
-def test_linear_cycles_with_plain_gmres(problem40, cycle):
-    ml = helmholtz_solver(problem40.A, cycle=cycle, **SMALL)
+def test_linear_cycles_with_plain_gmres(problem40, cycle, precision):
+    ml = helmholtz_solver(problem40.A, cycle=cycle, precision=precision, **SMALL)
     x, info = ml.solve(problem40.b, accel="gmres", rtol=1e-6)
     assert info == 0 and relres(problem40.A, x, problem40.b) <= 1e-6
-    # A linear cycle: M(a u + v) = a M(u) + M(v).
+    # A linear cycle: M(a u + v) = a M(u) + M(v), up to the rounding of its coarse levels.
     rng = np.random.default_rng(0)
     u, v = (rng.standard_normal(3969) + 1j * rng.standard_normal(3969) for _ in range(2))
     M = ml.aspreconditioner()
-    assert np.allclose(M @ (2j * u + v), 2j * (M @ u) + M @ v, atol=1e-9 * abs(M @ u).max())
+    tol = 1e-9 if precision == "double" else 1e-5
+    assert np.allclose(M @ (2j * u + v), 2j * (M @ u) + M @ v, atol=tol * abs(M @ u).max())
 
 
 def test_aspreconditioner_in_scipy_gmres_complex_symmetric(problem40, ml40):
@@ -480,7 +482,9 @@ def test_aspreconditioner_in_scipy_gmres_real_indefinite():
     A = sp.csr_array(laplacian((n, n)) / h**2 - k**2 * sp.eye_array(n * n))
     b = np.random.default_rng(0).standard_normal(n * n)
     ml = helmholtz_solver(A, **SMALL)
-    assert ml.levels[0].A.dtype == np.float64 and ml.levels[-1].A.dtype == np.float64
+    # Real throughout: the finest level in double, the coarse ones in single precision.
+    assert ml.levels[0].A.dtype == np.float64
+    assert all(lv.A.dtype == np.float32 for lv in ml.levels[1:])
     x, info = spla.gmres(A, b, M=ml.aspreconditioner(), rtol=1e-6, restart=50)
     assert info == 0 and relres(A, x, b) <= 1e-6
     # Unpreconditioned GMRES(50) does not even reach 1e-2 in 300 iterations.
@@ -519,6 +523,52 @@ def test_hermitian_matrix_uses_the_adjoint():
     assert ml.levels[0].restriction == "adjoint"
     x, info = ml.solve(p.b)
     assert info == 0 and relres(A, x, p.b) <= 1e-6
+
+
+def test_single_precision_hierarchy(problem40, ml40):
+    """precision="single" (the default): the coarse operators, every P and the coarsest
+    factors in complex64, the cycle's coarse vectors too; the finest operator in double,
+    and the outer iteration reaches tolerances far below single precision."""
+    levels = ml40.levels
+    assert len(levels) >= 3 and levels[0].A is problem40.A
+    assert all(lv.A.dtype == np.complex64 for lv in levels[1:])
+    assert all(lv.P.dtype == np.complex64 for lv in levels[:-1])
+    assert levels[-1].coarse.factorization.stats["factor_dtype"] == "complex64"
+    r = np.random.default_rng(1).standard_normal(levels[1].n).astype(np.complex64)
+    assert ml40.cycle.coarse_correction(1, r).dtype == np.complex64
+    assert ml40.cycle(problem40.b).dtype == np.complex128
+    for rtol in (1e-8, 1e-10):
+        x, info = ml40.solve(problem40.b, rtol=rtol)
+        assert info == 0 and relres(problem40.A, x, problem40.b) <= rtol
+    double = helmholtz_solver(problem40.A, precision="double", **SMALL)
+    assert all(lv.A.dtype == np.complex128 for lv in double.levels)
+    assert all(lv.P.dtype == np.complex128 for lv in double.levels[:-1])
+    assert double.levels[-1].coarse.factorization.stats["factor_dtype"] == "complex128"
+    assert ml40.stats["memory_bytes"] < 0.75 * double.stats["memory_bytes"]
+    # The coarsest factors' precision can be chosen apart from the levels'.
+    mixed = helmholtz_solver(
+        problem40.A, coarse_solver=("pastix", {"precision": "double"}), **SMALL
+    )
+    assert mixed.levels[-1].A.dtype == np.complex64
+    assert mixed.levels[-1].coarse.factorization.stats["factor_dtype"] == "complex128"
+
+
+@pytest.mark.parametrize(
+    ("k", "dims", "medium"),
+    [(20, 2, "constant"), (40, 2, "constant"), (40, 2, "wedge"), (10, 3, "constant")],
+)
+def test_single_precision_iterations_as_double(k, dims, medium):
+    """The single hierarchy takes as many outer iterations as the double one (one more at
+    most), to 1e-6 and to 1e-10 on the true residual."""
+    p = helmholtz_fd(k, dims=dims, medium=medium)
+    for rtol in (1e-6, 1e-10):
+        its = {}
+        for precision in ("double", "single"):
+            ml = helmholtz_solver(p.A, precision=precision)
+            x, info = ml.solve(p.b, rtol=rtol)
+            assert info == 0 and relres(p.A, x, p.b) <= rtol
+            its[precision] = ml.stats["solve"]["iterations"]
+        assert its["single"] <= its["double"] + 1, its
 
 
 def test_wedge_and_3d():
@@ -775,6 +825,8 @@ def test_singular_coarsest_level():
         ({"cycle": "F"}, "unknown cycle"),
         ({"cycle": ("K", {"inner": "two"})}, "inner"),
         ({"coarse_solver": ("pastix", {"precision": "half"})}, "precision"),
+        ({"precision": "half"}, "precision must be one of"),
+        ({"precision": None}, "precision must be one of"),
         ({"coarsening": ("cr", {"gamma": 1.5})}, "gamma"),
         ({"transfer": ("ls", {"distance": 3})}, "distance"),
         ({"test_vectors": 0}, "count"),

@@ -53,7 +53,21 @@ def structurally_nonsingular(R):
 
 
 def is_symmetric(A, tol=SYMMETRY_TOL):
-    """Whether A equals its transpose (not its conjugate transpose) up to ``tol`` relatively."""
+    """Whether A equals its transpose (not its conjugate transpose) up to ``tol`` relatively
+    (or :data:`SINGLE_ROUNDOFF` units of roundoff, for a single-precision A)."""
     D = abs(A - A.T)
     scale = abs(A).max() if A.nnz else 0.0
-    return D.nnz == 0 or D.max() <= tol * scale
+    return D.nnz == 0 or D.max() <= symmetry_tol(A.dtype, tol) * scale
+
+
+#: Units of roundoff of a single-precision matrix's asymmetry that still count as symmetric:
+#: a Galerkin product formed in single precision is symmetric up to its rounding errors.
+SINGLE_ROUNDOFF = 100
+
+
+def symmetry_tol(dtype, tol=SYMMETRY_TOL):
+    """``tol``, raised to :data:`SINGLE_ROUNDOFF` roundoffs for single-precision values."""
+    info = np.finfo(dtype)
+    if info.bits < 64:
+        return max(tol, SINGLE_ROUNDOFF * float(info.eps))
+    return tol

@@ -18,20 +18,24 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as sla
 
 from ..errors import PastixWarning, SingularMatrixError
-from .checks import is_symmetric
+from .checks import is_symmetric, symmetry_tol
 from .options import nonnegative_float, one_of, optional, parse, positive_float
 
 __all__ = ["COARSE_SOLVERS", "CoarseSolver", "galerkin", "sparsify"]
 
-#: A coarsest operator whose condition number estimate exceeds this is reported singular.
+#: A coarsest operator whose condition number estimate exceeds this is reported singular
+#: (with double-precision factors; with single-precision ones, SINGULAR_CONDITION_SINGLE:
+#: a singular matrix's estimate is then about the inverse of single precision's roundoff).
 SINGULAR_CONDITION = 1e13
+SINGULAR_CONDITION_SINGLE = 1e6
 
 #: Coarsest-solver options: name → {parameter: (default, check)}.
 COARSE_SOLVERS = {
     "pastix": {
         "drop": (0.02, nonnegative_float),
         "compensate": (True, one_of(True, False)),
-        "precision": ("double", one_of("double", "mixed", "single")),
+        # None: single-precision factors for precision="single", double for "double".
+        "precision": (None, optional(one_of("double", "mixed", "single"))),
         "compress": (None, optional(positive_float)),
     },
 }
@@ -51,7 +55,7 @@ def galerkin(A, P, R=None):
     return Ac
 
 
-def sparsify(A, drop, V=None):
+def sparsify(A, drop, V=None, symmetry=None):
     """A without its off-diagonal entries below ``drop sqrt(m_i m_j)``, m_i the largest
     off-diagonal modulus of row i. ``drop = 0`` returns A.
 
@@ -61,6 +65,9 @@ def sparsify(A, drop, V=None):
     result is symmetrized when A is symmetric (Hermitian). Dropping alone shifts the
     near-kernel's eigenvalues, which is what the coarse level must get right. Rows keeping
     more than m/2 entries are left as dropped: their fit would be underdetermined.
+    ``symmetry`` (``"symmetric"``, ``"hermitian"`` or ``"general"``) says what A is when
+    the caller knows it (a Galerkin product of a symmetric A with R = Pᵀ is symmetric up
+    to rounding); None checks A.
     """
     if drop <= 0:
         return A
@@ -87,9 +94,11 @@ def sparsify(A, drop, V=None):
     where = np.repeat(fit, counts)
     data[where] = fit_rows(sub, (A @ V)[fit], V, prior=sub.data, mu=1e-8)
     S = sp.csr_array((data, S.indices, S.indptr), shape=S.shape)
-    if is_symmetric(A):
+    if symmetry is None:
+        symmetry = "symmetric" if is_symmetric(A) else "hermitian" if _hermitian(A) else ""
+    if symmetry == "symmetric":
         S = sp.csr_array((S + S.T) * 0.5)
-    elif _hermitian(A):
+    elif symmetry == "hermitian":
         S = sp.csr_array((S + S.T.conj()) * 0.5)
     S.sort_indices()
     return S
@@ -97,7 +106,7 @@ def sparsify(A, drop, V=None):
 
 def _hermitian(A):
     D = abs(A - A.conj().T)
-    return D.nnz == 0 or D.max() <= 1e-12 * abs(A).max()
+    return D.nnz == 0 or D.max() <= symmetry_tol(A.dtype) * abs(A).max()
 
 
 class CoarseSolver:
@@ -168,7 +177,11 @@ class CoarseSolver:
         with np.errstate(all="ignore"):
             estimate = sla.onenormest(inverse) if A.shape[0] > 4 else _dense_norm1(inverse)
         self.condition = norm1 * float(estimate)
-        if not np.isfinite(self.condition) or self.condition > SINGULAR_CONDITION:
+        # An operator stored in single precision is that far from singular at least.
+        dtypes = (self.operator.dtype, self.factorization.stats["factor_dtype"])
+        single = min(np.finfo(d).bits for d in dtypes) < 64
+        limit = SINGULAR_CONDITION_SINGLE if single else SINGULAR_CONDITION
+        if not np.isfinite(self.condition) or self.condition > limit:
             raise SingularMatrixError(
                 f"the coarsest level (level {level}, {A.shape[0]} unknowns) is singular or "
                 f"nearly so (condition number about {self.condition:.1e}). Try fewer "

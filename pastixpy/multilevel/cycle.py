@@ -54,6 +54,10 @@ class Cycle:
         Coarse solves per level (W) or inner FGMRES iterations (K).
     inner_rtol : float
         K-cycle: stop the inner iteration once the residual has dropped by this factor.
+    single : bool
+        Run the coarse levels (1 and below) in single precision: the residual restricted
+        from the finest level is rounded to complex64 (float32), and so is the
+        correction until it is interpolated back. Their operators are stored so.
 
     Attributes
     ----------
@@ -62,11 +66,12 @@ class Cycle:
         coarsest level, factorization solves.
     """
 
-    def __init__(self, levels, kind="K", inner=2, inner_rtol=0.0):
+    def __init__(self, levels, kind="K", inner=2, inner_rtol=0.0, single=False):
         self.levels = levels
         self.kind = kind
         self.inner = inner
         self.inner_rtol = inner_rtol
+        self.single = single
         self.reset_counts()
 
     def reset_counts(self):
@@ -87,7 +92,8 @@ class Cycle:
         level = self.levels[number]
         self.counts[number] += 1
         if level.coarse is not None:
-            return np.asarray(level.coarse.solve(b))
+            # In the cycle's precision: the factors may be of another.
+            return np.asarray(level.coarse.solve(b), np.result_type(b.dtype, level.A.dtype))
         A = level.A
         dtype = np.result_type(b.dtype, A.dtype)
         x = np.zeros(b.shape, dtype)
@@ -96,6 +102,8 @@ class Cycle:
         if level.f_relaxation is not None:
             x = level.f_relaxation.apply(A, b, x)
         rc = level.restrict(b - A @ x)
+        if self.single and number == 0:
+            rc = rc.astype(np.complex64 if rc.dtype.kind == "c" else np.float32)
         x += level.P @ self.coarse_correction(number + 1, rc)
         if level.f_relaxation is not None:
             x = level.f_relaxation.apply(A, b, x)

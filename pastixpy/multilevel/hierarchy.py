@@ -15,7 +15,7 @@ import scipy.sparse as sp
 
 from ..errors import InvalidInputError
 from .checks import is_symmetric
-from .coarse import CoarseSolver, galerkin
+from .coarse import CoarseSolver, galerkin, sparsify
 from .coarsening import Splitting, f_relaxation_rate, split
 from .smoothers import FRelaxation, PolynomialSmoother
 from .transfer import interpolation, local_ideal_weights, prolongator, relaxed_test_vectors
@@ -96,6 +96,7 @@ def build_levels(A, opts, rng, original=None):
     list of Level
     """
     levels = []
+    single = opts.precision == "single"
     shape = opts.coarsening_params.get("shape")
     symmetric = is_symmetric(A)
     inherited = None  # the C values of the level above's test vectors
@@ -130,8 +131,9 @@ def build_levels(A, opts, rng, original=None):
         level.smoother = _setup_smoother(opts.smoother, A, rng)
         level.seconds["smoother"] = time.perf_counter() - t
         W, V = _weights(A, splitting, opts, rng, level, inherited)
-        P = prolongator(W, splitting)
-        level.P = P
+        inherited = None
+        level.P = P = prolongator(W, splitting)
+        del W
         t = time.perf_counter()
         if symmetric:
             level.restriction = "transpose"
@@ -150,17 +152,27 @@ def build_levels(A, opts, rng, original=None):
             F = splitting.fpoints
             level.f_relaxation = FRelaxation(F, A.diagonal()[F], **opts.f_relaxation)
         t = time.perf_counter()
-        A = galerkin(A, P, R)
+        if single:
+            # Stored, and used by the cycle, in single precision; the Galerkin product
+            # too is formed in single precision below the finest level.
+            level.P, level.R = _lower(P), _lower(level.R)
+            if number > 0:
+                P, R = level.P, (_lower(R) if level.R is None else level.R)
+            A = _lower(galerkin(A, P, R))
+        else:
+            A = galerkin(A, P, R)
+        del P, R
         level.seconds["galerkin"] = time.perf_counter() - t
         if number == 0 and _same_matrix(original, level.A):
             level.A = original
         inherited = None if V is None or not opts.test_coarse_steps else V[splitting.cpoints]
         del V
         shape = splitting.shape
+    del A
     coarsest = levels[-1]
     t = time.perf_counter()
     coarse_vectors = None
-    params = opts.coarse_params
+    params = dict(opts.coarse_params)
     if params["drop"] > 0 and params["compensate"] and len(levels) > 1:
         # Near-kernel vectors of the coarsest operator itself, for its sparsification.
         relax = PolynomialSmoother().setup(coarsest.A, rng)
@@ -169,20 +181,23 @@ def build_levels(A, opts, rng, original=None):
             coarsest.A, relax, opts.test_count, steps, rng, inherited
         )
         coarsest.seconds["test_vectors"] = time.perf_counter() - t
-    coarsest.coarse = CoarseSolver(
-        coarsest.A,
-        threads=opts.threads,
-        level=len(levels) - 1,
-        test_vectors=coarse_vectors,
-        **opts.coarse_params,
-    )
-    coarsest.seconds["coarse_factor"] = (
-        time.perf_counter() - t - coarsest.seconds.get("test_vectors", 0.0)
-    )
-    # The cycle uses the coarsest level through its factorization only: keep the
-    # (sparsified) operator that was factored, not the denser Galerkin product.
+    del inherited
+    t = time.perf_counter()
+    # Sparsified here rather than by CoarseSolver, so that neither the test vectors nor
+    # the denser Galerkin product are alive while the factorization allocates its factors
+    # (the setup's peak). The cycle uses the coarsest level through its factorization
+    # only, and keeps the sparsified operator that was factored.
     coarsest.galerkin_nnz = int(coarsest.A.nnz)
-    coarsest.A = coarsest.coarse.operator
+    symmetry = "symmetric" if symmetric else "hermitian" if hermitian else "general"
+    coarsest.A = sparsify(coarsest.A, params.pop("drop"), coarse_vectors, symmetry)
+    del coarse_vectors
+    params.pop("compensate")
+    if params["precision"] is None:  # the factors follow the coarse levels' precision
+        params["precision"] = opts.precision if len(levels) > 1 else "double"
+    coarsest.coarse = CoarseSolver(
+        coarsest.A, drop=0.0, threads=opts.threads, level=len(levels) - 1, **params
+    )
+    coarsest.seconds["coarse_factor"] = time.perf_counter() - t
     return levels
 
 
@@ -215,6 +230,13 @@ def _weights(A, splitting, opts, rng, level, inherited=None):
         W = interpolation(A, splitting, V, opts.transfer, opts.transfer_params)
     _add(level, "interpolation", time.perf_counter() - t)
     return W, V
+
+
+def _lower(M):
+    """M (sparse) in single precision: complex64, or float32 for real values; None stays."""
+    if M is None:
+        return None
+    return M.astype(np.complex64 if M.dtype.kind == "c" else np.float32)
 
 
 def _same_matrix(original, A):

@@ -56,7 +56,12 @@ class PolynomialSmoother:
 
     def setup(self, A, rng):
         """Harmonic Ritz values of ``degree`` Arnoldi steps on A from a random vector."""
-        self.roots = _leja_order(minimal_residual_roots(A, self.degree, rng))
+        roots = _leja_order(minimal_residual_roots(A, self.degree, rng))
+        # Python scalars: they keep a single-precision level's vectors in single precision
+        # (a NumPy double scalar would promote them).
+        self.roots = [
+            tuple(float(v) for v in r) if isinstance(r, tuple) else _scalar(r) for r in roots
+        ]
         self._real = not np.iscomplexobj(A.data)
         return self
 
@@ -270,6 +275,10 @@ def _leja_order(roots):
         scores = [np.prod([abs(points[i] - points[j]) for j in order]) for i in rest]
         order.append(rest[int(np.argmax(scores))])
     return [roots[i] for i in order]
+
+
+def _scalar(root):
+    return float(root) if np.isrealobj(root) else complex(root)
 
 
 def _pair_point(pair):

@@ -35,6 +35,9 @@ ADVICE = (
     "vectors (test_vectors=64); in 2D, the direct solver pastixpy.factorize(A) is faster."
 )
 
+#: Precisions of the coarse levels (``precision=``).
+PRECISIONS = ("single", "double")
+
 
 @dataclass
 class _Options:
@@ -58,6 +61,7 @@ class _Options:
     max_ratio: float
     coarse_params: dict
     threads: int
+    precision: str = "double"
 
 
 def helmholtz_solver(
@@ -72,6 +76,7 @@ def helmholtz_solver(
     max_levels=10,
     max_coarse=400,
     coarse_solver=("pastix", {"drop": 0.02}),
+    precision="single",
     seed=0,
     threads=1,
 ):
@@ -118,7 +123,16 @@ def helmholtz_solver(
     coarse_solver : str or (str, dict)
         ``"pastix"`` with ``drop`` (sparsification before factoring, 0 for none),
         ``precision`` (``"double"``, ``"mixed"`` or ``"single"``: single-precision
-        factors) and ``compress`` (a block low-rank tolerance).
+        factors; by default that of ``precision``, double where the finest level is the
+        coarsest) and ``compress`` (a block low-rank tolerance).
+    precision : {"single", "double"}
+        Precision of the hierarchy below the finest level: ``"single"`` stores the
+        coarse operators (levels 1 and below), every level's interpolation and
+        restriction, and runs the cycle on the coarse levels (their vectors, smoothers,
+        inner Krylov iterations), in complex64 (float32 for real A). The finest
+        level's operator and the outer Krylov iteration, whose residual is the true
+        one, stay in double, so the solution reaches any ``rtol`` of double precision.
+        ``"double"``: everything in double.
     seed : int
         Seed of the test vectors and of the smoothers' Arnoldi start vectors.
     threads : int
@@ -161,6 +175,7 @@ def helmholtz_solver(
         coarse_solver,
         seed,
         threads,
+        precision,
     )
     rng = np.random.default_rng(seed)
     # No name holds the CSR copy here: build_levels may free it after the first level.
@@ -180,6 +195,7 @@ def _parse_options(
     coarse_solver,
     seed,
     threads,
+    precision="single",
 ):
     for name, value, minimum in (
         ("max_levels", max_levels, 1),
@@ -204,6 +220,8 @@ def _parse_options(
         tname, tparams = parse(transfer, TRANSFERS, "transfer")
         tcall = None
     kind, cycle_params = parse_cycle(cycle)
+    if precision not in PRECISIONS:
+        raise OptionError(f"precision must be one of {list(PRECISIONS)}, got {precision!r}")
     _, coarse_params = parse_coarse_solver(coarse_solver)
     return _Options(
         smoother=make_smoother(smoother),
@@ -224,6 +242,7 @@ def _parse_options(
         max_ratio=max_ratio,
         coarse_params=coarse_params,
         threads=int(threads),
+        precision=precision,
     )
 
 
@@ -254,7 +273,11 @@ class MultilevelSolver:
         self._options = options
         params = options.cycle_params
         self.cycle = Cycle(
-            levels, options.cycle, params.get("inner", 1), params.get("inner_rtol", 0.0)
+            levels,
+            options.cycle,
+            params.get("inner", 1),
+            params.get("inner_rtol", 0.0),
+            single=options.precision == "single",
         )
         self.shape = levels[0].A.shape
         self.dtype = levels[0].A.dtype

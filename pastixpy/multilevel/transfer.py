@@ -236,12 +236,12 @@ def values_on_pattern(M, pattern):
     """The entries of the sparse M at the pattern's positions, aligned with them (zero
     where M has none)."""
     M = sp.csr_array(M)
-    M.sum_duplicates()
+    M.sum_duplicates()  # sorts the indices too: the keys below are sorted, row by row
     ncols = pattern.shape[1]
-    rows_m = np.repeat(np.arange(M.shape[0], dtype=np.int64), np.diff(M.indptr))
-    keys_m = rows_m * ncols + M.indices
-    order = np.argsort(keys_m, kind="stable")
-    keys_m, data_m = keys_m[order], M.data[order]
+    keys_m = np.repeat(np.arange(M.shape[0], dtype=np.int64), np.diff(M.indptr))
+    keys_m *= ncols
+    keys_m += M.indices
+    data_m = M.data
     rows_p = np.repeat(np.arange(pattern.shape[0], dtype=np.int64), np.diff(pattern.indptr))
     keys_p = rows_p * ncols + pattern.indices
     out = np.zeros(pattern.nnz, np.result_type(M.dtype, np.float64))
@@ -272,6 +272,7 @@ def interpolation(A, splitting, V, name, params):
     Vf, Vc = V[F], V[C]
     AF = A[F]
     Aff, Afc = sp.csr_array(AF[:, F]), sp.csr_array(AF[:, C])
+    del AF
     d = Aff.diagonal()
     if np.any(d == 0):
         raise InvalidInputError(
@@ -284,6 +285,7 @@ def interpolation(A, splitting, V, name, params):
         W1 = -(dinv @ Afc)
         W2 = W1 - dinv @ (Afc + Aff @ W1)
         pattern = cap_pattern(pattern, values_on_pattern(W2, pattern), params["max_entries"])
+        del W1, W2  # products of distance-2 reach: the setup's largest temporaries
     if name == "ls":
         data = fit_rows(pattern, Vf, Vc)
     else:
@@ -295,6 +297,7 @@ def interpolation(A, splitting, V, name, params):
             W = sp.csr_array((data, pattern.indices, pattern.indptr), shape=pattern.shape)
             target = W - dinv @ (Afc + Aff @ W)
             data = fit.solve(values_on_pattern(target, pattern))
+            del W, target
         # Where A_ff has no off-diagonal entry in a row, the ideal row is -a_fc / a_ii,
         # inside the distance-1 pattern: take it exactly.
         alone = np.diff(Aff.indptr) == 1
