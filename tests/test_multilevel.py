@@ -21,7 +21,13 @@ from pastixpy.errors import (
     SingularMatrixError,
     StagnationWarning,
 )
-from pastixpy.gallery import helmholtz2d, helmholtz_fd, laplacian, wedge_velocity
+from pastixpy.gallery import (
+    helmholtz2d,
+    helmholtz_fd,
+    helmholtz_problem,
+    laplacian,
+    wedge_velocity,
+)
 from pastixpy.multilevel import (
     IdealTwoGrid,
     MultilevelSolver,
@@ -32,7 +38,11 @@ from pastixpy.multilevel import (
 )
 from pastixpy.multilevel.coarse import galerkin, sparsify
 from pastixpy.multilevel.coarsening import cr_split, geometric_split, greedy_mis, strength_graph
-from pastixpy.multilevel.smoothers import KaczmarzSmoother, PolynomialSmoother
+from pastixpy.multilevel.smoothers import (
+    KaczmarzSmoother,
+    NormalChebyshevSmoother,
+    PolynomialSmoother,
+)
 from pastixpy.multilevel.transfer import fit_rows, interpolation_pattern, values_on_pattern
 
 #: Small problems: k = 20 (961 unknowns) and k = 40 (3969) in 2D, k = 10 (3375) in 3D.
@@ -231,6 +241,58 @@ def test_kaczmarz_converges_on_an_indefinite_matrix():
     x = smoother.apply(A, b, np.zeros_like(b))
     exact = spla.spsolve(sp.csc_array(A), b)
     assert np.linalg.norm(x - exact) < 0.5 * np.linalg.norm(exact)
+
+
+def _chebyshev_reference(A, degree, lower, upper):
+    """p(M) densely: M = Aᴴ D⁻¹ A, p the Chebyshev polynomial of [lower, upper] with
+    p(0) = 1, from its eigendecomposition (an independent construction)."""
+    A = A.toarray()
+    d = (abs(A) ** 2).sum(axis=1)
+    M = A.conj().T @ (A / d[:, None])
+    lam, Q = np.linalg.eigh((M + M.conj().T) / 2)
+    t = (upper + lower - 2 * lam) / (upper - lower)
+    t0 = (upper + lower) / (upper - lower)
+    p = np.polynomial.chebyshev.chebval(t, [0] * degree + [1]) / np.polynomial.chebyshev.chebval(
+        t0, [0] * degree + [1]
+    )
+    return (Q * p) @ Q.conj().T, lam
+
+
+def test_chebyshev_smoother_is_the_normal_equations_chebyshev_polynomial():
+    """Its error propagation is p(Aᴴ D⁻¹ A) (checked against the eigendecomposition), and
+    |p| <= 1 on the whole spectrum: no component is amplified."""
+    A = sp.csr_array(helmholtz_fd(12, medium="wedge").A)
+    degree = 5
+    sm = NormalChebyshevSmoother(degree=degree, ratio=20.0).setup(A, np.random.default_rng(0))
+    E, lam = _chebyshev_reference(A, degree, sm.lower, sm.upper)
+    assert lam.max() <= sm.upper  # the estimate bounds the spectrum
+    e = np.random.default_rng(1).standard_normal((A.shape[0], 3)) + 0j
+    after = sm.apply(A, np.zeros_like(e), e.copy())  # b = 0: x is the error
+    assert np.allclose(after, E @ e, atol=1e-10 * abs(e).max())
+    assert np.linalg.norm(E, 2) <= 1 + 1e-12
+
+
+def test_chebyshev_smoother_does_not_amplify_where_the_gmres_polynomial_does():
+    """On the coarse levels of a problem with a PML in a layered medium, the GMRES
+    polynomial of 4 Arnoldi steps amplifies some error components several times per
+    sweep; the normal-equations Chebyshev smoother contracts every one."""
+    p = helmholtz_problem(40, boundary="pml", medium="wedge")
+    ml = helmholtz_solver(p.A, smoother=("polynomial", {"degree": 4}), precision="double")
+    rng = np.random.default_rng(2)
+
+    def growth(smoother, A):
+        x = rng.standard_normal(A.shape[0]) + 1j * rng.standard_normal(A.shape[0])
+        for _ in range(12):
+            y = smoother.apply(A, 0.0, x)
+            g = np.linalg.norm(y) / np.linalg.norm(x)
+            x = y / np.linalg.norm(y)
+        return g
+
+    poly = [growth(level.smoother, level.A) for level in ml.levels[:-1]]
+    assert max(poly) > 2.0
+    for level in ml.levels[:-1]:
+        cheb = NormalChebyshevSmoother().setup(level.A, np.random.default_rng(0))
+        assert growth(cheb, level.A) < 1.0
 
 
 # ----------------------------------------------------------------------------- splitting

@@ -63,6 +63,13 @@ def nonnegative_float(value, label):
     return float(value)
 
 
+def above_one(value, label):
+    value = positive_float(value, label)
+    if not value > 1.0:
+        raise OptionError(f"{label} must be a number above 1, got {value!r}")
+    return value
+
+
 def fraction(value, label):
     """A number in (0, 1]."""
     if isinstance(value, bool) or not isinstance(value, Real) or not 0 < value <= 1:

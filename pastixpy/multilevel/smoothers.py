@@ -23,12 +23,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..norms import norm2
-from .options import fraction, nonnegative_int, parse, positive_float, positive_int
+from .options import above_one, fraction, nonnegative_int, parse, positive_float, positive_int
 
 __all__ = [
     "FRelaxation",
     "JacobiSmoother",
     "KaczmarzSmoother",
+    "NormalChebyshevSmoother",
     "PolynomialSmoother",
     "SMOOTHERS",
     "F_RELAXATIONS",
@@ -142,6 +143,77 @@ class KaczmarzSmoother:
         return x
 
 
+class NormalChebyshevSmoother:
+    """Chebyshev iteration on the row-scaled normal equations ``Aᴴ D⁻¹ A x = Aᴴ D⁻¹ b``
+    (D the squared row norms): Kaczmarz (Cimmino) accelerated.
+
+    Its error propagation is ``p(M)``, M = Aᴴ D⁻¹ A Hermitian positive semidefinite and p
+    the Chebyshev polynomial of the interval ``[ρ/ratio, ρ]`` (ρ the largest eigenvalue of
+    M, estimated) normalized by ``p(0) = 1``. On all of ``[0, ρ]``, ``|p| ≤ 1``: this
+    smoother never amplifies any error component, on any level, whatever the spectrum of
+    A in the complex plane; it damps those with ``σ² ≥ ρ/ratio`` (σ the singular values of
+    D^{-1/2}A) by ``1/T_degree((ratio+1)/(ratio−1))`` at least and leaves the near-kernel
+    (small σ), the coarse levels' business, nearly alone. The GMRES polynomial of
+    :class:`PolynomialSmoother` has no such bound: on the coarse levels of problems with
+    a PML or strong contrasts it was measured amplifying some components 4 to 28 times
+    per sweep.
+
+    Parameters
+    ----------
+    degree : int
+        Chebyshev steps; each costs a product with A and one with Aᴴ.
+    ratio : float
+        ρ over the lower end of the damped interval, > 1.
+    sweeps : int
+        Applications per smoothing step.
+    """
+
+    name = "chebyshev"
+
+    def __init__(self, degree=4, ratio=30.0, sweeps=1):
+        self.degree, self.ratio, self.sweeps = degree, ratio, sweeps
+
+    def setup(self, A, rng):
+        norms = np.asarray(abs(A).power(2).sum(axis=1)).ravel()
+        norms[norms == 0] = 1.0
+        self.dinv = (1.0 / norms).astype(_real(A.dtype))
+        self.AH = sp.csr_array(A.conj().T)
+        # ρ by power iteration, with a margin: an upper bound keeps |p| <= 1.
+        v = rng.standard_normal(A.shape[0]).astype(A.dtype)
+        rho = 1.0
+        for _ in range(15):
+            w = self.AH @ (self.dinv * (A @ v))
+            rho = float(norm2(w) / norm2(v))
+            v = w / norm2(w)
+        self.upper = 1.1 * rho
+        self.lower = self.upper / self.ratio
+        return self
+
+    def apply(self, A, b, x):
+        dinv = self.dinv if np.ndim(x) == 1 else self.dinv[:, None]
+        theta = 0.5 * (self.upper + self.lower)
+        delta = 0.5 * (self.upper - self.lower)
+        sigma = theta / delta
+        for _ in range(self.sweeps):
+            r = self.AH @ (dinv * (b - A @ x))
+            rho = 1.0 / sigma
+            d = r / theta
+            for step in range(self.degree):
+                x = x + d
+                if step == self.degree - 1:
+                    break
+                r = r - self.AH @ (dinv * (A @ d))
+                rho_next = 1.0 / (2.0 * sigma - rho)
+                d = (rho_next * rho) * d + (2.0 * rho_next / delta) * r
+                rho = rho_next
+        return x
+
+
+def _real(dtype):
+    """The real dtype of the same precision."""
+    return np.finfo(dtype).dtype
+
+
 class FRelaxation:
     """Jacobi on the F points: x_f ← x_f + ω D_ff⁻¹ (b − A x)_f, the C values kept."""
 
@@ -165,6 +237,11 @@ SMOOTHERS = {
     "polynomial": {"degree": (4, positive_int), "sweeps": (1, positive_int)},
     "jacobi": {"omega": (0.6, positive_float), "sweeps": (2, positive_int)},
     "kaczmarz": {"omega": (1.0, positive_float), "sweeps": (2, positive_int)},
+    "chebyshev": {
+        "degree": (4, positive_int),
+        "ratio": (30.0, above_one),
+        "sweeps": (1, positive_int),
+    },
     "none": {},
 }
 
@@ -178,6 +255,7 @@ _CLASSES = {
     "polynomial": PolynomialSmoother,
     "jacobi": JacobiSmoother,
     "kaczmarz": KaczmarzSmoother,
+    "chebyshev": NormalChebyshevSmoother,
 }
 
 

@@ -67,7 +67,7 @@ class _Options:
 def helmholtz_solver(
     A,
     *,
-    smoother=("polynomial", {"degree": 4, "sweeps": 1}),
+    smoother=("chebyshev", {"degree": 4, "ratio": 30.0, "sweeps": 2}),
     f_relaxation=("jacobi", {"sweeps": 1}),
     test_vectors=("relaxed", {"count": 32, "steps": 3, "coarse_steps": 1}),
     coarsening=("cr", {"theta": 0.6, "gamma": 0.85, "max_ratio": 0.6}),
@@ -95,8 +95,11 @@ def helmholtz_solver(
     A : sparse matrix (any scipy format), or dense array
         Square, real or complex, symmetric or not.
     smoother : str or (str, dict)
-        ``"polynomial"`` (``degree``, ``sweeps``), ``"jacobi"`` (``omega``, ``sweeps``),
-        ``"kaczmarz"`` (``omega``, ``sweeps``) or ``"none"``.
+        ``"chebyshev"`` (``degree``, ``ratio``, ``sweeps``: Chebyshev on the row-scaled
+        normal equations, which never amplifies an error component),
+        ``"polynomial"`` (``degree``, ``sweeps``: the GMRES polynomial of A),
+        ``"jacobi"`` (``omega``, ``sweeps``), ``"kaczmarz"`` (``omega``, ``sweeps``) or
+        ``"none"``.
     f_relaxation : str or (str, dict)
         ``"jacobi"`` (``omega`` in (0, 1], ``sweeps``) on the F points, or ``"none"``.
     test_vectors : int or ("relaxed", dict)
