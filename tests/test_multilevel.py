@@ -923,7 +923,11 @@ def test_sparsify_keeps_symmetry_and_the_near_kernel_action():
     iterations = {}
     for compensate in (False, True):
         ml = helmholtz_solver(
-            p.A, coarse_solver=("pastix", {"drop": 0.2, "compensate": compensate})
+            p.A,
+            coarse_solver=(
+                "pastix",
+                {"drop": 0.2, "compensate": compensate, "sparsify_above": 0},
+            ),
         )
         ml.solve(p.b)
         iterations[compensate] = ml.stats["solve"]["iterations"]
@@ -935,3 +939,21 @@ def test_sparsify_keeps_symmetry_and_the_near_kernel_action():
 
 def test_multilevel_solver_type(ml40):
     assert isinstance(ml40, MultilevelSolver)
+
+
+def test_small_coarsest_levels_are_factored_whole():
+    """A coarsest level of at most ``sparsify_above`` unknowns is factored without
+    dropping (its refit on a few test vectors is what can go wrong, for little memory);
+    a larger one, or any with ``sparsify_above=0``, is sparsified."""
+    p = helmholtz_fd(40)
+    whole = helmholtz_solver(p.A)
+    coarsest = whole.levels[-1]
+    assert coarsest.A.shape[0] <= 10000 and coarsest.A.nnz == coarsest.galerkin_nnz
+    dropped = helmholtz_solver(p.A, coarse_solver=("pastix", {"sparsify_above": 0}))
+    assert dropped.levels[-1].A.nnz < dropped.levels[-1].galerkin_nnz
+    for solver in (whole, dropped):
+        x, info = solver.solve(p.b, rtol=1e-8)
+        assert info == 0
+        assert np.linalg.norm(p.b - p.A @ x) <= 1e-8 * np.linalg.norm(p.b) * (1 + 1e-6)
+    with pytest.raises(OptionError, match="sparsify_above"):
+        helmholtz_solver(p.A, coarse_solver=("pastix", {"sparsify_above": -1}))

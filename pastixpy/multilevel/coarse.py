@@ -19,7 +19,7 @@ import scipy.sparse.linalg as sla
 
 from ..errors import PastixWarning, SingularMatrixError
 from .checks import is_symmetric, symmetry_tol
-from .options import nonnegative_float, one_of, optional, parse, positive_float
+from .options import nonnegative_float, nonnegative_int, one_of, optional, parse, positive_float
 
 __all__ = ["COARSE_SOLVERS", "CoarseSolver", "galerkin", "sparsify"]
 
@@ -33,6 +33,9 @@ SINGULAR_CONDITION_SINGLE = 1e6
 COARSE_SOLVERS = {
     "pastix": {
         "drop": (0.02, nonnegative_float),
+        # Smaller coarsest levels are factored whole: sparsifying them saves little, and
+        # the refit of a small level's rows on its test vectors is what can go wrong.
+        "sparsify_above": (10000, nonnegative_int),
         "compensate": (True, one_of(True, False)),
         # None: single-precision factors for precision="single", double for "double".
         "precision": (None, optional(one_of("double", "mixed", "single"))),

@@ -17,7 +17,7 @@ from ..errors import InvalidInputError
 from .checks import is_symmetric
 from .coarse import CoarseSolver, galerkin, sparsify
 from .coarsening import Splitting, f_relaxation_rate, split
-from .smoothers import FRelaxation, PolynomialSmoother
+from .smoothers import FRelaxation, NormalChebyshevSmoother
 from .transfer import interpolation, local_ideal_weights, prolongator, relaxed_test_vectors
 
 __all__ = ["Level", "build_levels", "operator_bytes"]
@@ -173,9 +173,11 @@ def build_levels(A, opts, rng, original=None):
     t = time.perf_counter()
     coarse_vectors = None
     params = dict(opts.coarse_params)
+    if coarsest.A.shape[0] <= params.pop("sparsify_above"):
+        params["drop"] = 0.0
     if params["drop"] > 0 and params["compensate"] and len(levels) > 1:
         # Near-kernel vectors of the coarsest operator itself, for its sparsification.
-        relax = PolynomialSmoother().setup(coarsest.A, rng)
+        relax = _test_vector_relaxation(opts.smoother, coarsest.A, rng)
         steps = opts.test_steps if inherited is None else opts.test_coarse_steps
         coarse_vectors = relaxed_test_vectors(
             coarsest.A, relax, opts.test_count, steps, rng, inherited
@@ -217,9 +219,10 @@ def _weights(A, splitting, opts, rng, level, inherited=None):
         _add(level, "interpolation", time.perf_counter() - t)
         return W, None
     t = time.perf_counter()
-    relax = _setup_smoother(opts.smoother, A, rng) if level is None else level.smoother
-    if relax is None:  # no smoother in the cycle: the test vectors still need one
-        relax = PolynomialSmoother().setup(A, rng)
+    if level is None or level.smoother is None:
+        relax = _test_vector_relaxation(opts.smoother, A, rng)
+    else:
+        relax = level.smoother
     steps = opts.test_steps if inherited is None else opts.test_coarse_steps
     V = relaxed_test_vectors(A, relax, opts.test_count, steps, rng, inherited)
     _add(level, "test_vectors", time.perf_counter() - t)
@@ -257,6 +260,15 @@ def _add(level, phase, seconds):
 
 def _setup_smoother(factory, A, rng):
     return None if factory is None else factory().setup(A, rng)
+
+
+def _test_vector_relaxation(factory, A, rng):
+    """The relaxation of test vectors on A: the cycle's smoother, or, without one, the
+    Chebyshev smoother, which never amplifies a component. (Relaxed by a smoother that
+    amplifies some components, the vectors collapse onto those and stop spanning the
+    near-kernel: a GMRES polynomial here made the coarsest level's refit fail.)"""
+    relax = _setup_smoother(factory, A, rng)
+    return NormalChebyshevSmoother().setup(A, rng) if relax is None else relax
 
 
 def _is_hermitian(A, tol=1e-12):

@@ -59,7 +59,7 @@ TRANSFERS = {
     "ideal-corrected": {
         "steps": (3, nonnegative_int),
         "mu": (1e-2, nonnegative_float),
-        "distance": (1, one_of(1, 2)),
+        "distance": (2, one_of(1, 2)),
         "max_entries": (8, nonnegative_int),
     },
     "ls": {"distance": (1, one_of(1, 2)), "max_entries": (8, nonnegative_int)},
@@ -69,9 +69,9 @@ TRANSFERS = {
 #: Test-vector options.
 TEST_VECTORS = {
     "relaxed": {
-        "count": (32, positive_int),
-        "steps": (3, positive_int),
-        "coarse_steps": (1, nonnegative_int),
+        "count": (48, positive_int),
+        "steps": (6, positive_int),
+        "coarse_steps": (2, nonnegative_int),
     }
 }
 
