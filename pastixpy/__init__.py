@@ -26,7 +26,7 @@ _check_built()
 
 from . import multilevel as multilevel  # noqa: E402
 from .analysis import Analysis, analyze  # noqa: E402
-from .api import Factorization, PastixWarning, factorize, factorized, spsolve  # noqa: E402
+from .api import PastixWarning, factorize, factorized, spsolve  # noqa: E402
 from .errors import (  # noqa: E402
     InvalidInputError,
     MixedPrecisionError,
@@ -38,6 +38,7 @@ from .errors import (  # noqa: E402
     PatternMismatchError,
     SingularMatrixError,
 )
+from .factorization import Factorization  # noqa: E402
 from .ordering import Ordering  # noqa: E402
 from .symbolic import EliminationTree, SymbolMatrix  # noqa: E402
 

@@ -221,17 +221,19 @@ def rank_histogram(ranks):
     return out
 
 
-def compression_stats(compression, storage, layout, tol_absolute):
-    """``stats["compression"]``: what was compressed and what it saved.
+def compression_stats(compression, factors, tol_absolute):
+    """``stats["compression"]``: what was compressed and what it saved, read from
+    ``factors`` (:class:`pastixpy.numeric.Factors`: one process's or every rank's).
 
     ``full_rank_bytes`` is what the same factors take uncompressed (the
     ``factor_bytes`` of a factorization without ``compress``), ``ratio`` the bytes held
     over that; ranks are of the low-rank tiles, dense tiles counted apart.
     """
-    copies = 2 if storage.two_factors else 1
-    itemsize = storage.dtype.itemsize
+    layout = factors.layout
+    copies = 2 if factors.kind.two_factors else 1
+    itemsize = np.dtype(factors.dtype).itemsize
     full = copies * layout.size * itemsize
-    t = storage.tiles()
+    t = factors.tiles()
     rank = t["rank"]
     low = rank[rank >= 0]
     # Scalars of the compressed cblks' panels had they stayed dense.
@@ -243,7 +245,7 @@ def compression_stats(compression, storage, layout, tol_absolute):
         "strategy": compression.strategy,
         "method": compression.method,
         "full_rank_bytes": int(full),
-        "ratio": float(storage.nbytes / full) if full else 1.0,
+        "ratio": float(factors.footprint().nbytes / full) if full else 1.0,
         "compressed_cblks": int(t["cblks"].size),
         "candidate_bytes": int(dense_of_compressed * itemsize),
         "compressed_bytes": int(t["held"].sum() * itemsize),
@@ -257,14 +259,14 @@ def compression_stats(compression, storage, layout, tol_absolute):
     }
 
 
-def draw_blocks(layout, storage, ax=None, cmap="viridis"):
+def draw_blocks(factors, ax=None, cmap="viridis"):
     """Draw the factor's block structure, each off-diagonal tile coloured by its rank
     relative to its smaller side (dense tiles grey, diagonal blocks black).
 
     Parameters
     ----------
-    layout : PanelLayout
-    storage : Storage
+    factors : pastixpy.numeric.Factors
+        Their layout and compressed tiles are drawn.
     ax : matplotlib Axes, optional
         Where to draw (a new figure's by default).
     cmap : str
@@ -287,9 +289,10 @@ def draw_blocks(layout, storage, ax=None, cmap="viridis"):
         raise ImportError("F.draw() needs matplotlib: pip install matplotlib") from exc
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 6))
+    layout = factors.layout
     n = int(layout.fcol[-1])
     ranks = {}
-    t = storage.tiles()
+    t = factors.tiles()
     for b, f, r, h, w in zip(t["blok"], t["factor"], t["rank"], t["rows"], t["cols"], strict=True):
         if f == 0:
             ranks[int(b)] = r / min(h, w) if r >= 0 else None

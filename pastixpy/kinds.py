@@ -125,8 +125,8 @@ def admissible(C, symmetry):
     return allowed
 
 
-def check_kind(kind, C, symmetry, where):
-    """Whether ``kind`` (a name) fits canonical C exactly, given C's :class:`Symmetry`.
+def check_kind(kind, C, symmetry, where, stacklevel=3):
+    """Whether ``kind`` (a :class:`Kind`) fits canonical C exactly, given C's :class:`Symmetry`.
 
     LU fits every matrix. A symmetric kind fits a matrix symmetric (Hermitian) as it
     asks, exactly or up to rounding (then its lower triangle is factored and the
@@ -137,11 +137,11 @@ def check_kind(kind, C, symmetry, where):
     A itself.
     """
     allowed = admissible(C, symmetry.kind)
-    if kind in allowed:
-        return symmetry.exact or KINDS[kind].two_factors
-    what = "Hermitian" if KINDS[kind].hermitian and np.iscomplexobj(C.data) else "symmetric"
+    if kind.name in allowed:
+        return symmetry.exact or kind.two_factors
+    what = "Hermitian" if kind.hermitian and np.iscomplexobj(C.data) else "symmetric"
     warnings.warn(
-        f"{where}: kind={kind!r} on a matrix that is not {what} ("
+        f"{where}: kind={kind.name!r} on a matrix that is not {what} ("
         + (
             f"relative asymmetry {symmetry.asymmetry:.1e}"
             if symmetry.asymmetry
@@ -151,7 +151,7 @@ def check_kind(kind, C, symmetry, where):
         "A itself must make up the difference; where it cannot, solves raise "
         "SingularMatrixError. kind='lu' factors A itself",
         PastixWarning,
-        stacklevel=3,
+        stacklevel=stacklevel,
     )
     return False
 
@@ -159,10 +159,11 @@ def check_kind(kind, C, symmetry, where):
 def auto_kind(symmetry, complex_):
     """``kind="auto"``'s first choice: LLᵀ for symmetric or Hermitian matrices (it falls
     back to :func:`indefinite_kind` on a pivot that is not positive), LDLᵀ for complex
-    symmetric ones, LU otherwise."""
-    return {"hermitian": "llt", "general": "lu"}.get(symmetry, "ldlt" if complex_ else "llt")
+    symmetric ones, LU otherwise: a :class:`Kind`."""
+    return KINDS[{"hermitian": "llt", "general": "lu"}.get(symmetry, "ldlt" if complex_ else "llt")]
 
 
 def indefinite_kind(C):
-    """The kind ``"auto"`` falls back to when a symmetric matrix is not positive definite."""
-    return "ldlh" if np.iscomplexobj(C.data) else "ldlt"
+    """The :class:`Kind` ``"auto"`` falls back to when a symmetric matrix is not positive
+    definite."""
+    return KINDS["ldlh" if np.iscomplexobj(C.data) else "ldlt"]

@@ -10,6 +10,7 @@ import numpy as np
 
 from .compression import parse_compress
 from .errors import InvalidInputError, OptionError
+from .kinds import KINDS
 
 
 def available_cores():
@@ -93,8 +94,8 @@ class Options:
 
     Attributes
     ----------
-    kind : str
-        As asked (``"auto"`` included).
+    kind : Kind or None
+        As asked; None for ``"auto"``.
     ordering : str, tuple or array
         Passed to the analysis, which validates it.
     refine : (str, dict)
@@ -113,7 +114,7 @@ class Options:
         The ranks a distributed factorization spreads over (:mod:`pastixpy.distributed`).
     """
 
-    kind: str = "auto"
+    kind: object = None
     ordering: object = "auto"
     refine: tuple = ("auto", {})
     matching: bool = True
@@ -143,6 +144,7 @@ class Options:
     ):
         """Validate :func:`pastixpy.factorize`'s keyword arguments into Options."""
         kind, _ = parse_option(kind, KIND_CHOICES, "kind")
+        kind = None if kind == "auto" else KINDS[kind]
         if pivot_tol is not None and not (isinstance(pivot_tol, Real) and pivot_tol > 0):
             raise InvalidInputError(f"pivot_tol must be positive, got {pivot_tol!r}")
         if threads is not None and (
@@ -212,7 +214,7 @@ class Options:
 
     @property
     def auto_kind(self):
-        return self.kind == "auto"
+        return self.kind is None
 
     def factor_dtype(self, dtype):
         """The factors' dtype for a matrix of ``dtype`` under :attr:`precision`."""

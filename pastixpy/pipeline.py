@@ -1,10 +1,13 @@
-"""The factorization pipeline: preprocess → analyze → numeric → check, and its retries as one
-loop.
+"""The factorization pipeline: check → preprocess → analyze → numeric → verify, and its
+retries as one loop.
 
-:func:`factorize` runs it for a checked, canonical matrix; :func:`refactorize` for a new
-matrix of the same pattern, reusing the analysis, the assembly map and the row matching.
-Both return a :class:`State`: what a factorization holds (its kind, analysis, factors and
-the :class:`~pastixpy.solve.Solver` its solves use) and its statistics.
+:func:`run_factorization` runs it for a canonical matrix; :func:`run_refactorization` for
+a new matrix of the same pattern, reusing the analysis, the assembly map and the row
+matching. Both return a :class:`State`: what a factorization holds (its kind, analysis,
+factors and the :class:`~pastixpy.solve.Solver` its solves use) and its statistics, which
+this module alone writes. The numeric phase is a parameter, a
+:class:`~pastixpy.numeric.NumericBackend`: the kernels in this process by default, or
+the ranks of a distributed factorization (:mod:`pastixpy.distributed` passes its own).
 
 A try can end in three ways that call for another, each recorded in
 ``stats["retries"]``:
@@ -32,16 +35,17 @@ from .compression import compression_stats
 from .errors import (
     MixedPrecisionError,
     NotPositiveDefiniteError,
+    OptionError,
     PatternMismatchError,
     SingularMatrixError,
 )
-from .kinds import KINDS, indefinite_kind
-from .matrix import symmetric_pattern
-from .numeric import AssemblyMap, PanelLayout, factorize_numeric, is_small
+from .kinds import Kind, auto_kind, check_kind, indefinite_kind
+from .matrix import symmetric_pattern, symmetry_of
+from .numeric import ONE_PROCESS, AssemblyMap, PanelLayout, blas_threads, is_small
 from .options import parse_option
 from .ordering import METIS_UFACTORS, ORDERINGS
-from .preprocess import preprocess
-from .solve import PastixWarning, Solver, default_tol, pivot_order_gathers
+from .preprocess import check_structural_rank, preprocess
+from .solve import PRECISION_FLOOR, PastixWarning, Solver, default_tol, pivot_order_gathers
 
 #: Wider supernodes for a second try when static pivoting defeats refinement:
 #: larger diagonal blocks leave local pivoting more rows to choose from.
@@ -53,7 +57,7 @@ class Plan:
     """One try: the kind, the analysis to reuse (None: make one), the preprocessing to
     reuse (None: compute it), wider supernodes or not, the factors' dtype."""
 
-    kind: str
+    kind: Kind
     analysis: object = None
     prep: object = None
     coarse: bool = False
@@ -67,78 +71,176 @@ class State:
     """What a factorization holds between its solves and refactorizations.
 
     ``solver`` is None after a refactorization that failed (the previous factors were
-    freed first). ``stats`` is the factorization's notebook (solves do not write it).
+    freed first). ``stats`` is the factorization's notebook (solves do not write it);
+    ``backend`` the numeric phase that made the factors.
     """
 
-    kind: str
+    kind: Kind
     analysis: object
     layout: object
     assembly: object
     prep: object
     plan: Plan
     solver: Solver | None
+    backend: object = ONE_PROCESS
     stats: dict = field(default_factory=dict)
 
 
-def factorize(C, kind, options, analysis=None, exact=True):
-    """Run the pipeline on canonical C with ``kind`` (a name, ``"auto"`` resolved) and
-    :class:`~pastixpy.options.Options`; ``analysis`` is reused when given; ``exact``
-    says whether the kind fits C exactly (see :func:`pastixpy.kinds.check_kind`)."""
+@dataclass(frozen=True)
+class Checked:
+    """What the check phase found: the kind to try first and why, whether it fits the
+    matrix exactly, the matrix's symmetry."""
+
+    kind: Kind
+    reason: str
+    exact: bool
+    symmetry: object
+
+
+def run_factorization(C, options, analysis=None, backend=ONE_PROCESS, t0=None):
+    """Run the pipeline on canonical C with :class:`~pastixpy.options.Options`.
+
+    Parameters
+    ----------
+    C : canonical CSC array
+    options : Options
+    analysis : Analysis, optional
+        Reused (no ordering nor symbolic factorization).
+    backend : NumericBackend
+        The numeric phase (default: this process's kernels).
+    t0 : float, optional
+        ``time.perf_counter()`` when the user's call began (its checks count).
+
+    Returns
+    -------
+    State
+    """
+    t0 = time.perf_counter() if t0 is None else t0
+    checked = check(C, options)
+    seconds = {"check": time.perf_counter() - t0, "preprocess": 0.0, "analysis": 0.0}
     work = options.working_dtype(C.dtype)
     if work != C.dtype:
         C = C.astype(work)
     plan = Plan(
-        kind,
+        checked.kind,
         analysis=analysis,
         factor_dtype=options.factor_dtype(C.dtype),
         given_analysis=analysis is not None,
-        exact=exact,
+        exact=checked.exact,
     )
-    return _run(C, plan, options, {"preprocess": 0.0, "analysis": 0.0}, [])
+    with blas_threads(options.threads):
+        state = _run(C, plan, options, seconds, [], backend)
+    state.stats.update(
+        symmetry=checked.symmetry.kind,
+        asymmetry=checked.symmetry.asymmetry,
+        kind_reason=checked.reason,
+    )
+    return state
 
 
-def refactorize(state, C, options, exact=True):
-    """Run the pipeline again for C, of the pattern ``state`` was made for: the analysis,
-    the assembly map, the row matching and the 2x2 pairs are kept."""
+def run_refactorization(state, C, options):
+    """Run the pipeline again for C, of the pattern ``state`` was made for (the handle
+    checked it): the analysis, the assembly map, the row matching and the 2x2 pairs are
+    kept."""
+    exact = check_kind(state.kind, C, symmetry_of(C), "refactorize", stacklevel=5)
+    state.solver = None  # the previous factors go first: one factor in memory at a time
     work = options.working_dtype(C.dtype)
     if work != C.dtype:
         C = C.astype(work)
     t0 = time.perf_counter()
-    prep = preprocess(
-        C,
-        state.kind,
-        scaling=options.scaling,
-        row_perm=state.prep.row_perm,
-        pairs=state.prep.pairs,
-    )
-    seconds = {"preprocess": time.perf_counter() - t0, "analysis": 0.0}
-    plan = replace(
-        state.plan,
-        kind=state.kind,
-        analysis=state.analysis,
-        prep=prep,
-        factor_dtype=options.factor_dtype(C.dtype),
-        exact=exact,
-    )
-    reuse = (state.layout, state.assembly)
-    return _run(C, plan, options, seconds, [], reuse)
+    with blas_threads(options.threads):
+        prep = preprocess(
+            C,
+            state.kind,
+            scaling=options.scaling,
+            row_perm=state.prep.row_perm,
+            pairs=state.prep.pairs,
+        )
+        seconds = {"preprocess": time.perf_counter() - t0, "analysis": 0.0}
+        plan = replace(
+            state.plan,
+            kind=state.kind,
+            analysis=state.analysis,
+            prep=prep,
+            factor_dtype=options.factor_dtype(C.dtype),
+            exact=exact,
+        )
+        reuse = (state.layout, state.assembly)
+        new = _run(C, plan, options, seconds, [], state.backend, reuse)
+    new.stats.update({k: state.stats[k] for k in ("symmetry", "asymmetry", "kind_reason")})
+    return new
 
 
-def _run(C, plan, options, seconds, retries, reuse=None):
+# ---------------------------------------------------------------------- check
+
+
+def check(C, options):
+    """The check phase: the refinement tolerance reachable in the working precision,
+    the kind to try first (and whether it fits C exactly), C structurally nonsingular.
+
+    Raises
+    ------
+    OptionError, InvalidInputError, SingularMatrixError
+    """
+    _check_refine_tol(options, C.dtype)
+    symmetry = symmetry_of(C)
+    kind, reason = _chosen_kind(C, symmetry, options)
+    exact = check_kind(kind, C, symmetry, "factorize", stacklevel=6)
+    check_structural_rank(C)
+    return Checked(kind, reason, exact, symmetry)
+
+
+def _chosen_kind(C, symmetry, options):
+    """The kind to try first, and why. ``kind="auto"`` on a symmetric (Hermitian) matrix
+    tries LLᵀ unless its diagonal already says it is not positive definite (a missing,
+    zero or negative diagonal entry: the zero block of a saddle-point matrix), where
+    it starts with LDLᵀ instead of paying for a Cholesky that fails."""
+    if not options.auto_kind:
+        return options.kind, "asked for"
+    kind = auto_kind(symmetry.kind, np.iscomplexobj(C.data))
+    if not kind.definite:
+        return kind, f"{symmetry.kind} matrix"
+    d = C.diagonal().real
+    bad = np.flatnonzero(~(d > 0))
+    if bad.size:
+        return indefinite_kind(C), (
+            f"not positive definite: diagonal entry {d[bad[0]]:.3g} at column {int(bad[0])}"
+        )
+    return kind, f"{symmetry.kind} matrix with a positive diagonal"
+
+
+def _check_refine_tol(options, dtype):
+    """An OptionError for a refinement tolerance below what the working precision can
+    reach (its floor), before any work."""
+    tol = options.refine[1].get("tol")
+    work = options.working_dtype(dtype)
+    floor = PRECISION_FLOOR * np.finfo(work).eps
+    if tol is not None and options.refine[0] != "none" and tol < floor:
+        raise OptionError(
+            f"refine tol={tol:g} is below what {work} can reach (a backward error of about "
+            f"{floor:.0e}, {PRECISION_FLOOR} units of roundoff): give tol >= {floor:.0e}"
+            + ("" if np.finfo(work).bits == 64 else ", or precision='double' or 'mixed'")
+        )
+
+
+# ---------------------------------------------------------------------- the retry loop
+
+
+def _run(C, plan, options, seconds, retries, backend, reuse=None):
     """The retry loop: try ``plan``; on one of the module docstring's three outcomes,
     try the next plan; return the State of the first try that holds."""
     fallback = None
     while True:
         try:
-            state = _attempt(C, plan, options, seconds, reuse)
+            state = _attempt(C, plan, options, seconds, backend, reuse)
         except NotPositiveDefiniteError:
-            if not (options.auto_kind and KINDS[plan.kind].definite):
+            if not (options.auto_kind and plan.kind.definite):
                 raise
             plan, reuse = _indefinite_plan(C, plan, options, seconds), None
-            retries.append(f"not positive definite: {plan.kind}")
+            retries.append(f"not positive definite: {plan.kind.name}")
             continue
         t0 = time.perf_counter()
-        verdict = _check(state)
+        verdict = _verify(state)
         seconds["verify"] = seconds.get("verify", 0.0) + time.perf_counter() - t0
         state.stats["seconds"]["verify"] = seconds["verify"]
         if verdict == "coarsen":
@@ -180,9 +282,10 @@ def _run(C, plan, options, seconds, retries, reuse=None):
             plan = replace(plan, factor_dtype=C.dtype, analysis=state.analysis, prep=state.prep)
             reuse = (state.layout, state.assembly)
             continue
-        if state.solver.mixed and KINDS[plan.kind].definite and options.comm is None:
+        if state.solver.mixed and plan.kind.definite:
             _warn_roundoff_pivot(state)
         state.stats.update(retries=list(retries), precision_fallback=fallback)
+        state.stats.update(backend.statistics(state.solver.factors))
         return state
 
 
@@ -203,10 +306,10 @@ def _indefinite_plan(C, plan, options, seconds):
     return replace(plan, kind=kind, prep=prep, analysis=analysis)
 
 
-def _attempt(C, plan, options, seconds, reuse):
+def _attempt(C, plan, options, seconds, backend, reuse):
     """One try: preprocess (unless the plan carries it), analyse (unless it carries an
-    analysis), factor; returns the State, its solver made."""
-    kind = KINDS[plan.kind]
+    analysis), factor with the backend; returns the State, its solver made."""
+    kind = plan.kind
     t0 = time.perf_counter()
     prep, B = _preprocessed(C, plan, options)
     t1 = time.perf_counter()
@@ -215,10 +318,10 @@ def _attempt(C, plan, options, seconds, reuse):
         analysis = analyze(
             B,
             ordering=_ordering(options, plan),
-            kind=plan.kind,
+            kind=kind.name,
             pairs=prep.pairs,
             amalgamation=ROBUST_AMALGAMATION if plan.coarse else True,
-            threads=options.threads,
+            threads=backend.allowance(options.threads),
             clusters=None if options.compress is None else options.compress.clusters,
         )
     t2 = time.perf_counter()
@@ -244,23 +347,23 @@ def _attempt(C, plan, options, seconds, reuse):
     pivot_tol = options.pivot_tol or np.sqrt(eps) * norm_max
     seconds["preprocess"] += t3 - t2
     try:
-        factors = factorize_numeric(
+        factors = backend.factorize(
             B,
             analysis,
             layout,
             amap,
             kind,
             pivot_tol,
-            dtype=plan.factor_dtype,
-            progress=options.progress,
-            threads=options.threads,
-            compression=options.compress,
-            comm=options.comm,
+            plan.factor_dtype,
+            options.progress,
+            options.threads,
+            options.compress,
         )
     finally:
         # Every try's seconds count, a Cholesky that failed included.
         seconds["factorize"] = seconds.get("factorize", 0.0) + time.perf_counter() - t3
     perturbed = np.flatnonzero(factors.perturbed)
+    footprint = factors.footprint()
     refine = options.refine
     if options.precision == "single" and refine[0] == "auto":
         refine = ("none", {})  # single precision, as asked: no refinement
@@ -279,15 +382,15 @@ def _attempt(C, plan, options, seconds, reuse):
         gathers=pivot_order_gathers(prep, analysis.perm, analysis.iperm, C.dtype),
         promote=options.precision != "single",
         exact=plan.exact,
-        compressed=factors.storage.compressed_cblks > 0,
+        compressed=footprint.compressed_cblks > 0,
     )
     stats = dict(analysis.stats, coarsened=plan.coarse)
     stats.update(
-        kind=plan.kind,
+        kind=kind.name,
         precision=_precision_name(C.dtype, factors.dtype, options.precision),
         factor_dtype=str(factors.dtype),
-        factor_entries=int(factors.storage.entries),
-        factor_bytes=int(factors.storage.nbytes),
+        factor_entries=footprint.entries,
+        factor_bytes=footprint.nbytes,
         perturbed_pivots=int(perturbed.size),
         threads=factors.threads,
         pivot_tol=float(pivot_tol),
@@ -301,12 +404,12 @@ def _attempt(C, plan, options, seconds, reuse):
         compression=None
         if options.compress is None
         else compression_stats(
-            options.compress, factors.storage, layout, options.compress.absolute_tol(B)
+            options.compress, factors, options.compress.absolute_tol(B)
         ),
     )
     if perturbed.size and refine[0] == "none":
         warnings.warn(solver.perturbed_message(), PastixWarning, stacklevel=5)
-    return State(plan.kind, analysis, layout, amap, prep, plan, solver, stats)
+    return State(plan.kind, analysis, layout, amap, prep, plan, solver, backend, stats)
 
 
 def _preprocessed(C, plan, options):
@@ -316,7 +419,7 @@ def _preprocessed(C, plan, options):
     given = plan.analysis is not None and plan.given_analysis
     # A given analysis fixes the pattern: pairs cannot be added, a row matching
     # is kept only if the analysis was made after it (F.analysis).
-    matching = options.matching and (not given or KINDS[plan.kind].two_factors)
+    matching = options.matching and (not given or plan.kind.two_factors)
     if prep is None:
         prep = preprocess(C, plan.kind, matching=matching, scaling=options.scaling)
     B = prep.apply(C)
@@ -345,10 +448,11 @@ def _ordering(options, plan):
     return ordering
 
 
-def _check(state):
-    """What the factors call for before they are handed out: ``"ok"``, ``"coarsen"`` or
-    ``"double"``. A solve with a known answer is refined when pivots were perturbed or
-    the factors are in a lower precision than the matrix; it must reach the tolerance."""
+def _verify(state):
+    """The verify step: what the factors call for before they are handed out: ``"ok"``,
+    ``"coarsen"``, ``"uncompressed"`` or ``"double"``. A solve with a known answer is
+    refined when pivots were perturbed or the factors are in a lower precision than the
+    matrix; it must reach the tolerance."""
     solver = state.solver
     perturbed = bool(solver.perturbed_columns)
     if solver.refine[0] == "none" or not (perturbed or solver.mixed or solver.compressed):
@@ -359,7 +463,7 @@ def _check(state):
         return "uncompressed"
     if solver.mixed:
         return "double"
-    if perturbed and KINDS[state.kind].local_pivots and not state.plan.coarse:
+    if perturbed and state.kind.local_pivots and not state.plan.coarse:
         return "coarsen"
     return "ok"
 
@@ -370,7 +474,10 @@ def _warn_roundoff_pivot(state):
     a PastixWarning where a pivot is below ``pivot_tol`` and the condition number
     estimated from the factors is past 1/eps of their precision."""
     solver = state.solver
-    pivots = np.abs(solver.factors.diagonal()) ** 2  # L's diagonal: the pivots' roots
+    try:
+        pivots = np.abs(solver.factors.diagonal()) ** 2  # L's diagonal: the pivots' roots
+    except NotImplementedError:  # spread over the ranks of a distributed factorization
+        return
     if not pivots.size or pivots.min() >= solver.pivot_tol:
         return
     cond = solver.condition_estimate()

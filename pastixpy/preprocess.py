@@ -24,7 +24,6 @@ from ._matching import (
 )
 from ._matching import max_product_matching as _mc64_matching
 from .errors import SingularMatrixError
-from .kinds import KINDS
 
 
 @dataclass(frozen=True)
@@ -374,7 +373,8 @@ def _matched_pairs(C, rows, cols):
 
 
 def preprocess(A, kind, matching=True, scaling=True, row_perm=None, pairs=None):
-    """Choose and compute the transformation applied before factoring A.
+    """Choose and compute the transformation applied before factoring A with ``kind``
+    (a :class:`~pastixpy.kinds.Kind`).
 
     LU: matching (when ``matching``; or the given ``row_perm``, to keep the
     pattern of an earlier factorization) with MC64's scaling from its duals
@@ -387,7 +387,6 @@ def preprocess(A, kind, matching=True, scaling=True, row_perm=None, pairs=None):
     """
     n = A.shape[0]
     ones = np.ones(n)
-    kind = KINDS[kind]
     if kind.definite:
         d = binary_diagonal_scaling(A) if scaling else ones
         common = d[0] if n else 1.0

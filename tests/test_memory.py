@@ -149,13 +149,13 @@ def measured(*args, **kwargs):
         sampler.join()
         seen["peak"] = peak[0] - base
 
-factorize_numeric = pastixpy.pipeline.factorize_numeric
+factorize_numeric = pastixpy.numeric.backend.factorize_numeric
 kw = dict(analysis=an, compress=compress, threads=threads, refine="none")
 # A first run starts the threads and maps their stacks and BLAS buffers (the forecast's
 # reserve, apart), then the measured one.
 pastixpy.factorize(A, **kw)
 numeric.forecast = forecast
-pastixpy.pipeline.factorize_numeric = measured
+pastixpy.numeric.backend.factorize_numeric = measured
 F = pastixpy.factorize(A, **kw)
 fc = seen["forecast"]
 print(json.dumps({"peak": seen["peak"], "least": fc.least, "most": fc.most,
@@ -270,7 +270,7 @@ def test_a_solve_that_cannot_allocate_raises_the_package_error(monkeypatch):
     def fail(self, X, trans="N"):
         raise MemoryError("cannot allocate the solve work buffers")
 
-    monkeypatch.setattr(pastixpy.numeric.Factors, "solve_inplace", fail)
+    monkeypatch.setattr(pastixpy.numeric.LocalFactors, "solve_inplace", fail)
     with pytest.raises(pastixpy.OutOfMemoryError) as e:
         F.solve(np.ones((A.shape[0], 3)))
     assert e.value.needed > 0 and e.value.available >= 0

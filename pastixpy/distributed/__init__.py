@@ -31,16 +31,22 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InvalidInputError
+from ..factorization import Factorization
+from ..matrix import canonical_csc
+from ..options import Options
 from .abort import install_abort_handler
+from .backend import DistributedBackend, DistributedFactors
 from .local import LocalComm, run_ranks
 from .mapping import proportional_mapping
-from .numeric import wait_for_all
+from .messages import wait_for_all
 from .schedule import Schedule
-from .session import Ranks, collective, finish, gather_stats, raise_everywhere, root_call, serve
+from .session import Ranks, collective, finish, raise_everywhere, root_call, serve
 
 __all__ = [
     "factorize",
     "DistributedFactorization",
+    "DistributedBackend",
+    "DistributedFactors",
     "LocalComm",
     "run_ranks",
     "proportional_mapping",
@@ -151,8 +157,6 @@ def factorize(A, comm, **options):
     ------
     Whatever :func:`pastixpy.factorize` raises, on every rank.
     """
-    from ..options import Options
-
     t0 = time.perf_counter()
     return factorize_with(A, Options.parse(comm=comm, **options), t0)
 
@@ -168,44 +172,30 @@ def _session(comm):
 
 
 def factorize_with(A, options, t0):
-    """:func:`factorize` for validated Options (the same check made on every rank)."""
-    from ..api import _factorize
-    from ..matrix import canonical_csc
+    """:func:`factorize` for validated Options (the same check made on every rank).
 
+    Rank 0 runs the pipeline with a :class:`~.backend.DistributedBackend` as its numeric
+    phase, the others serve it (:func:`.session.serve`) until it is done."""
     if options.comm is None:  # one rank
-        return _factorize(canonical_csc(A), options, None, t0)
-    comm = _session(options.comm)
-    options = replace(options, comm=comm)
-    with collective(comm, "during a distributed factorization"):
-        how, counts = _distribution(comm, A)
+        return Factorization.from_matrix(canonical_csc(A), options, t0=t0)
+    ranks = _session(options.comm)
+    options = replace(options, comm=ranks)
+    with collective(ranks, "during a distributed factorization"):
+        how, counts = _distribution(ranks, A)
         if how == "rows":
-            A = _gather_rows(comm, A)
-        if comm.Get_rank() != 0:
-            factors, summary = serve(comm)
-            return DistributedFactorization(comm, None, factors, summary, how, counts)
+            A = _gather_rows(ranks, A)
+        if ranks.Get_rank() != 0:
+            factors, summary = serve(ranks)
+            return DistributedFactorization(ranks, None, factors, summary, how, counts)
+        backend = DistributedBackend(ranks)
 
-        def run():
-            F = _factorize(canonical_csc(A), options, None, t0)
-            return F, gather_stats(comm, F._factors.mine)
+        def run():  # every failure of rank 0's, bad input included, is raised everywhere
+            return Factorization.from_matrix(canonical_csc(A), options, None, backend, t0)
 
-        F, ranks = root_call(comm, run)
-        F._state.stats["distributed"] = _summary(ranks)
+        F = root_call(ranks, run)
         summary = dict(F.stats, shape=F.shape)
-        finish(comm, summary)
-    return DistributedFactorization(comm, F, F._factors.mine, summary, how, counts)
-
-
-def _summary(ranks):
-    """The per-rank statistics, and their extremes."""
-    entries = [r["factor_entries_local"] for r in ranks]
-    peaks = [r["peak_memory_bytes"] or 0 for r in ranks]
-    return {
-        "ranks": len(ranks),
-        "per_rank": ranks,
-        "max_entries_share": max(entries) / max(sum(entries), 1),
-        "max_peak_memory_bytes": max(peaks),
-        "sent_bytes": sum(r["sent_bytes"] for r in ranks),
-    }
+        finish(ranks, summary)
+    return DistributedFactorization(ranks, F, backend.factors, summary, how, counts)
 
 
 class DistributedFactorization:
@@ -220,7 +210,7 @@ class DistributedFactorization:
     def __init__(self, comm, root, factors, summary, how, counts):
         self.comm = comm
         self._root = root  # the pipeline's Factorization, on rank 0
-        self._factors = factors  # this rank's RankFactors
+        self._factors = factors  # this rank's RankFactors (rank 0's: its backend's)
         self._summary = summary
         self.distribution = how
         self._counts = counts

@@ -5,26 +5,49 @@ Works in pivot order on an already preprocessed matrix B (scaled, rows matched);
 
 - :mod:`.layout`: the block structure as the kernels read it, the assembly map, the
   solves' split over threads;
-- :mod:`.factorize`: storage for the panels and the factorization itself;
-- :mod:`.factors`: the factors and what is read from them (solves, diagonal, D);
-- :mod:`.threads`: BLAS and OpenMP threads around the kernels.
+- :mod:`.kernels`: the one place the factorization kernels are called from (a
+  :class:`~.kernels.NumericTask`, its storage, its cblks factored);
+- :mod:`.factorize`: the one-process factorization (memory check, then the kernels);
+- :mod:`.factors`: the :class:`Factors` interface, the one-process :class:`LocalFactors`,
+  the pivots, and the triangular :func:`~.factors.sweep` of every backend;
+- :mod:`.backend`: the numeric phase as the pipeline's parameter (:data:`ONE_PROCESS`);
+- :mod:`.forecast`: the memory a factorization will take, before it is allocated.
 """
 
-from .factorize import PARALLEL_MIN_FLOPS, factorize_numeric, is_small, release_free_memory
-from .factors import Factors, Pivots, parity
+from .backend import ONE_PROCESS, NumericBackend, OneProcess
+from .factorize import (
+    PARALLEL_MIN_FLOPS,
+    factorize_numeric,
+    is_small,
+    raise_if_failed,
+    release_free_memory,
+)
+from .factors import Factors, Footprint, LocalFactors, Pivots, parity, storage_footprint, sweep
+from .kernels import NumericTask, allocate_storage, factor_cblks
 from .layout import AssemblyMap, PanelLayout, SolvePlan
 from .threads import blas_threads
 
 __all__ = [
+    "ONE_PROCESS",
     "PARALLEL_MIN_FLOPS",
     "AssemblyMap",
     "Factors",
+    "Footprint",
+    "LocalFactors",
+    "NumericBackend",
+    "NumericTask",
+    "OneProcess",
     "PanelLayout",
     "Pivots",
     "SolvePlan",
-    "blas_threads",
+    "allocate_storage",
+    "factor_cblks",
     "factorize_numeric",
     "is_small",
+    "raise_if_failed",
+    "storage_footprint",
+    "sweep",
+    "blas_threads",
     "parity",
     "release_free_memory",
 ]

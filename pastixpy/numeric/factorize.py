@@ -1,5 +1,6 @@
-"""The numeric factorization: storage for the panels, A's entries assembled into them, the
-kernels run in order or on threads; :func:`factorize_numeric` returns the Factors."""
+"""The one-process numeric factorization: the memory forecast checked against what the
+process may take, the panels allocated, the kernels run (:mod:`.kernels`) in order or on
+threads; :func:`factorize_numeric` returns the :class:`~.factors.LocalFactors`."""
 
 import ctypes
 import ctypes.util
@@ -17,9 +18,10 @@ from ..memory import (
     stack_bytes,
 )
 from ..options import available_cores
-from .factors import Factors, Pivots
+from .factors import LocalFactors, Pivots
 from .forecast import BLAS_BUFFER_BYTES, forecast, gib
-from .threads import blas_threads, kernel_threads
+from .kernels import NumericTask, allocate_storage, factor_cblks
+from .threads import kernel_threads
 
 #: Factors smaller than this are allocated without reading the memory limits first
 #: (reading them takes longer than such a factorization; numpy's MemoryError is still
@@ -70,9 +72,8 @@ def factorize_numeric(
     progress=None,
     threads=None,
     compression=None,
-    comm=None,
 ):
-    """Assemble B into panels and factor them.
+    """Assemble B into panels and factor them in this process.
 
     Parameters
     ----------
@@ -101,14 +102,10 @@ def factorize_numeric(
     compression : pastixpy.compression.Compression, optional
         Block low-rank compression of the wide cblks, each as soon as it is factored
         (their panels are allocated apart, and freed when compressed).
-    comm : communicator, optional
-        On rank 0 of a distributed factorization (the other ranks serving it,
-        :mod:`pastixpy.distributed`): the cblks are spread over the ranks, each
-        factored on ``threads`` threads (default one); returns the ranks' factors.
 
     Returns
     -------
-    Factors
+    LocalFactors
 
     Raises
     ------
@@ -120,15 +117,6 @@ def factorize_numeric(
         failing column in pivot order, whatever the number of threads.
     """
     dtype = np.dtype(B.dtype if dtype is None else dtype)
-    if comm is not None and comm.Get_size() > 1:
-        # Spread over the ranks of comm, each on its threads (one by default).
-        from ..distributed.session import root_factorize
-
-        factors, failed = root_factorize(
-            comm, B, layout, amap, kind, pivot_tol, dtype, threads or 1, compression
-        )
-        _raise_if_failed(failed, analysis)
-        return factors
     # Everything the kernels will allocate, forecast for the strategy used and checked
     # against what the process may take before any of it is allocated.
     small = is_small(analysis)
@@ -166,45 +154,26 @@ def factorize_numeric(
             reserve -= buffers
         room = check_memory(fc.least, _what(fc), advice, reserve=reserve, detail=fc.describe())
     try:
-        storage = _numeric.Storage(
-            layout.structure,
-            dtype,
-            kind.two_factors,
-            compress=None if compression is None else compression.candidates(layout),
-            touch_threads=threads,
-        )
-        values_l, values_u = amap.values(B.data, dtype)
+        task = NumericTask.build(B, layout, amap, kind, pivot_tol, dtype, compression)
+        storage = allocate_storage(task, touch_threads=threads)
         pivots = Pivots.empty(kind, B.shape[0], dtype)
         # Small factorizations stay on one thread, the BLAS's included, whatever was
         # asked: starting threads costs more than they save, and on a machine with as
         # many cores as threads the OpenMP and BLAS threads that wait spinning after a
         # region take the caller's core from it through the calls that follow.
-        with blas_threads(1 if threads > 1 or small else None):
-            _, failed = _numeric.factorize(
-                layout.structure,
-                storage,
-                _numeric.KIND_CODES[kind.name],
-                pivot_tol,
-                amap,
-                values_l,
-                values_u,
-                pivots,
-                threads,
-                progress,
-                None if compression is None else compression.kernel_params(B, layout),
-            )
+        failed = factor_cblks(task, storage, pivots, threads, progress=progress, one_blas=small)
     except MemoryError as exc:
         if isinstance(exc, OutOfMemoryError):
             raise
         reason = str(exc) or "an allocation failed"
-        storage = values_l = values_u = pivots = None  # noqa: F841 (freed before measuring)
+        task = storage = pivots = None  # noqa: F841 (freed before measuring)
         raise out_of_memory(reason, fc, room, advice, reserve) from None
-    _raise_if_failed(failed, analysis)
+    raise_if_failed(failed, analysis)
     if progress is not None:
         progress(1.0)
     storage.freeze()
     pivots.freeze()
-    return Factors(kind, layout, storage, pivots, threads)
+    return LocalFactors(kind, layout, storage, pivots, threads)
 
 
 def map_blas_buffers(numpy_too):
@@ -218,7 +187,7 @@ def map_blas_buffers(numpy_too):
         np.linalg.cholesky(one)
 
 
-def _raise_if_failed(failed, analysis):
+def raise_if_failed(failed, analysis):
     """NotPositiveDefiniteError for the kernels' failing pivot (pivot order), if any."""
     if failed >= 0:
         column = int(analysis.perm[failed])

@@ -1,7 +1,9 @@
-"""The numeric factors of one factorization and what is read from them: triangular solves
-in pivot order, the diagonal, and D's blocks for determinants and inertia."""
+"""The numeric factors of one factorization and what is read from them: the
+:class:`Factors` interface every backend's factors offer, the one-process
+:class:`LocalFactors`, the pivots, and the one triangular :func:`sweep` of every backend."""
 
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import scipy.sparse as sp
@@ -49,8 +51,97 @@ class Pivots(ReadOnlyArrays):
 
 
 @dataclass(frozen=True)
-class Factors:
-    """Numeric factors of P B Pᵀ, cblk by cblk (see :class:`pastixpy._numeric.Storage`).
+class Footprint:
+    """What a factorization's factors take: scalars stored (``entries``), bytes, and
+    how many cblks are held compressed."""
+
+    entries: int
+    nbytes: int
+    compressed_cblks: int
+
+
+@runtime_checkable
+class Factors(Protocol):
+    """The numeric factors of P B Pᵀ as the rest of the package reads them, whichever
+    backend made them: :class:`LocalFactors` (one process) or the distributed ones
+    (:class:`pastixpy.distributed.backend.DistributedFactors`, which hold this rank's
+    :class:`~pastixpy.distributed.numeric.RankFactors` and make each solve collective).
+
+    The solver reads ``dtype``, ``conj``, ``kind`` and :meth:`solve_inplace`; the
+    pipeline's checks and statistics ``perturbed``, ``threads``, :meth:`footprint` and
+    :meth:`tiles`; the determinants and inertia :meth:`diagonal` and :meth:`d_blocks`,
+    which factors spread over ranks do not offer (NotImplementedError).
+    """
+
+    kind: object
+    layout: object
+    pivots: Pivots
+    threads: int
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The factors' precision."""
+
+    @property
+    def perturbed(self) -> np.ndarray:
+        """Pivots replaced by static pivoting (bool, pivot order)."""
+
+    @property
+    def conj(self) -> bool:
+        """Whether transposes in this factorization are conjugate (Hermitian kinds)."""
+
+    def footprint(self) -> Footprint:
+        """Entries, bytes and compressed cblks of the factors (every rank's)."""
+
+    def tiles(self) -> dict:
+        """The compressed tiles (:meth:`pastixpy._numeric.Storage.tiles`, every rank's)."""
+
+    def solve_inplace(self, X, trans="N"):
+        """Solve (P B Pᵀ) X = R in place (see :meth:`LocalFactors.solve_inplace`)."""
+
+    def diagonal(self) -> np.ndarray:
+        """The diagonal of the diagonal blocks in pivot order."""
+
+    def d_blocks(self) -> tuple:
+        """D's diagonal, 1x1 positions, 2x2 starts and determinants (LDLᵀ, LDLᴴ)."""
+
+
+def storage_footprint(storage):
+    """The :class:`Footprint` of a kernels' Storage (None: nothing allocated)."""
+    if storage is None:
+        return Footprint(0, 0, 0)
+    return Footprint(int(storage.entries), int(storage.nbytes), int(storage.compressed_cblks))
+
+
+def sweep(X, storage, kind, pivots, trans, forward_plans, backward_plans):
+    """op(P B Pᵀ) X = R solved in place: X (n, nrhs) row-major in the factors' dtype.
+
+    The one triangular solve of every backend: the forward sweep over
+    ``forward_plans``' cblks, D's blocks (LDLᵀ, LDLᴴ), the backward sweep over
+    ``backward_plans``' (:class:`~.layout.SolvePlan`, each solved when the iteration
+    yields it). A one-process solve passes its thread plan and the tree above it; a
+    rank of a distributed solve passes generators that exchange rows with the other
+    ranks between the steps they yield.
+    """
+    nrhs = X.shape[1]
+    flat = X.reshape(-1)
+    dtype = storage.dtype
+    forward, backward = kind.sweeps(dtype, pivots.lperm, trans)
+    for plan in forward_plans:
+        _numeric.solve_forward(flat, nrhs, storage, forward, plan)
+    if kind.block_diagonal:
+        _numeric.solve_diagonal(
+            flat, nrhs, storage, pivots.dsub, kind.conj(dtype), pivots.pivtype
+        )
+    for plan in backward_plans:
+        _numeric.solve_backward(flat, nrhs, storage, backward, plan)
+    return X
+
+
+@dataclass(frozen=True)
+class LocalFactors:
+    """Numeric factors of P B Pᵀ in this process, cblk by cblk (see
+    :class:`pastixpy._numeric.Storage`): the one-process backend's :class:`Factors`.
 
     Pickling and ``copy.deepcopy`` copy them whole and bit for bit: the storage's
     panels, diagonal blocks and tiles, the pivots (read-only, as made), the layout.
@@ -87,6 +178,12 @@ class Factors:
         """Whether transposes in this factorization are conjugate (Hermitian kinds)."""
         return self.kind.conj(self.dtype)
 
+    def footprint(self):
+        return storage_footprint(self.storage)
+
+    def tiles(self):
+        return self.storage.tiles()
+
     def panel(self, k, factor="L"):
         """Cblk k's panel (stride x width, read-only), ``factor`` "L" or "U" (Uᵀ)."""
         return self.storage.panel(k, factor)
@@ -105,23 +202,12 @@ class Factors:
             raise ValueError("solve_inplace needs a row-major (C-contiguous) X")
         if X.dtype != self.dtype:
             raise ValueError(f"solve_inplace needs X in the factors' dtype {self.dtype}")
-        nrhs = X.shape[1]
-        flat = X.reshape(-1)
         plan = self.layout.solve_plan(kernel_threads(self.threads))
-        forward, backward = self.kind.sweeps(self.dtype, self.pivots.lperm, trans)
+        plans = [plan, plan.top_plan] if plan.top.size else [plan]
         # With threads over subtrees the BLAS runs on one, the top part too: a BLAS
         # thread left spinning after it would take a core from the next sweep.
         with blas_threads(1 if plan.threads > 1 else None):
-            _numeric.solve_forward(flat, nrhs, self.storage, forward, plan)
-            if plan.top.size:
-                _numeric.solve_forward(flat, nrhs, self.storage, forward, plan.top_plan)
-            if self.kind.block_diagonal:
-                p = self.pivots
-                _numeric.solve_diagonal(flat, nrhs, self.storage, p.dsub, self.conj, p.pivtype)
-            if plan.top.size:
-                _numeric.solve_backward(flat, nrhs, self.storage, backward, plan.top_plan)
-            _numeric.solve_backward(flat, nrhs, self.storage, backward, plan)
-        return X
+            return sweep(X, self.storage, self.kind, self.pivots, trans, plans, plans[::-1])
 
     def diagonal(self):
         """Diagonal of the diagonal blocks in pivot order: L's (LLᵀ), D's (LDLᵀ), U's (LU)."""

@@ -30,6 +30,18 @@ class PanelLayout:
         self.frow, self.lrow, self.fcblk, self.bcoef = s.frow, s.lrow, s.fcblk, s.bcoef
         self._plans = {}
 
+    def __reduce__(self):
+        """Pickled as its seven arrays (the solve plans and other caches are made again)."""
+        return PanelLayout, (
+            self.fcol,
+            self.bloknum,
+            self.stride,
+            self.frow,
+            self.lrow,
+            self.fcblk,
+            self.bcoef,
+        )
+
     @classmethod
     def from_symbol(cls, symbol):
         return cls(
@@ -137,13 +149,14 @@ class SolvePlan:
     @cached_property
     def top_plan(self):
         """The top cblks as a plan of their own, on one thread."""
-        return SolvePlan(
-            self.top,
-            np.array([0, self.top.shape[0]], dtype=np.int64),
-            np.empty(0, np.int64),
-            np.empty(0, np.int64),
-            0,
-        )
+        return SolvePlan.serial(self.top)
+
+    @classmethod
+    def serial(cls, cblks):
+        """The given cblks (ascending) solved in order on one thread."""
+        cblks = np.ascontiguousarray(cblks, dtype=np.int64)
+        none = np.empty(0, np.int64)
+        return cls(cblks, np.array([0, cblks.shape[0]], dtype=np.int64), none, none, 0)
 
     @classmethod
     def build(cls, layout, threads):
@@ -250,6 +263,12 @@ class AssemblyMap:
             np.ascontiguousarray(data[self.src_l], dtype=dtype),
             np.ascontiguousarray(data[self.src_u], dtype=dtype),
         )
+
+    def placement(self):
+        """This map without its sources: where the entries go, which is all the kernels
+        read once the values are gathered (what a distributed factorization sends)."""
+        none = np.empty(0, dtype=np.int32)
+        return AssemblyMap(none, self.pos_l, self.ptr_l, none, self.pos_u, self.ptr_u)
 
     @classmethod
     def build(cls, B, iperm, layout, two_factors):

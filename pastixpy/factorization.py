@@ -1,0 +1,454 @@
+"""The handle a user holds: :class:`Factorization`, made by :func:`pastixpy.factorize`.
+
+A thin handle over the pipeline's :class:`~pastixpy.pipeline.State`: solves go to its
+:class:`~pastixpy.solve.Solver` (the mechanism; the policy of refinement and the
+verdicts are :mod:`pastixpy.solve_policy`'s), refactorizations to the pipeline,
+determinants and inertia to :mod:`pastixpy.determinants`. The statistics are the
+pipeline's; the handle adds the calling thread's last solve.
+"""
+
+import threading
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as sla
+
+from . import pipeline
+from .errors import InvalidInputError, PastixError, PatternMismatchError
+from .matrix import canonical_csc
+from .numeric import ONE_PROCESS, blas_threads, parity
+from .solve import PastixWarning
+
+__all__ = ["Factorization", "check_rhs"]
+
+
+#: :meth:`Factorization.inertia` counts perturbed pivots by their signs when one step
+#: of iterative refinement shrinks the error at least this much (a contraction below 1
+#: proves the inertia exact; the margin covers an estimate made from a few steps).
+INERTIA_CONTRACTION = 0.5
+
+
+class Factorization:
+    """A numeric factorization of a square sparse matrix, ready to solve with.
+
+    Made by :func:`pastixpy.factorize` (:meth:`from_matrix`). Solves are ``F.solve(b)``
+    (or ``F(b)``); the analysis and preprocessing are reused by :meth:`refactorize`.
+    Any number of threads may solve with one factorization at once: a solve never
+    changes it.
+
+    It pickles (and ``copy.deepcopy`` copies it): the copy holds the same factors
+    bit for bit, in memory of its own, solves exactly as the original and can be
+    refactorized without touching it, so it can be sent to a ``multiprocessing``
+    worker or saved. The options go with it, a ``progress`` callable included (a
+    lambda does not pickle); its ``stats`` start without a last solve (those are
+    per thread). A distributed factorization (``comm=``) raises TypeError.
+
+    Attributes
+    ----------
+    kind : str
+        ``"llt"``, ``"ldlt"``, ``"ldlh"`` or ``"lu"``, as factored.
+    analysis : Analysis
+    stats : dict
+        The analysis statistics plus ``seconds`` per phase, ``factor_entries``,
+        ``factor_bytes``, ``precision``, ``factor_dtype``, ``perturbed_pivots``,
+        ``threads`` (of the numeric factorization), ``retries``, and
+        ``refinement``, ``refinement_steps``, ``backward_error`` and
+        ``seconds["solve"]`` of the last solve made by the calling thread (each
+        thread sees its own).
+    """
+
+    def __init__(self, C, state, options):
+        """The handle on ``state``, the pipeline's for canonical C under ``options``."""
+        self.shape = C.shape
+        self.dtype = state.solver.dtype
+        self._options = options
+        self._pattern = (C.indptr, C.indices)
+        self._state = state
+        self._last_solve = threading.local()
+        # Why no solver is held, read only when none is: "running" is set before a
+        # refactorize frees the factors and "failed" after it raises, so a solve that
+        # finds no factors reads the reason that held when it looked.
+        self._no_factors = "failed"
+
+    @classmethod
+    def from_matrix(cls, C, options, analysis=None, backend=ONE_PROCESS, t0=None):
+        """Run the pipeline (:func:`pastixpy.pipeline.run_factorization`) on canonical C
+        with validated Options, its numeric phase ``backend``; ``t0``: when the user's
+        call began. The one way a Factorization is made."""
+        return cls(C, pipeline.run_factorization(C, options, analysis, backend, t0), options)
+
+    def __getstate__(self):
+        """Pickling and ``copy.deepcopy``: everything but the per-thread record of
+        the last solve."""
+        if self._options.comm is not None:
+            raise TypeError(
+                "a distributed factorization (comm=) cannot be pickled or copied: its "
+                "factors are spread over the ranks of its communicator; factorize without "
+                "comm= for a factorization that pickles"
+            )
+        state = dict(self.__dict__)
+        del state["_last_solve"]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._last_solve = threading.local()
+
+    @property
+    def kind(self):
+        """The kind's name, as factored."""
+        return self._state.kind.name
+
+    @property
+    def analysis(self):
+        return self._state.analysis
+
+    @property
+    def stats(self):
+        """The factorization's statistics and the calling thread's last solve (a copy)."""
+        info = getattr(self._last_solve, "info", None)
+        stats = dict(self._state.stats, seconds=dict(self._state.stats["seconds"]))
+        if info is not None:
+            stats.update(
+                refinement_steps=info.refinement_steps,
+                refinement=info.refinement,
+                backward_error=info.backward_error,
+            )
+            stats["seconds"]["solve"] = info.seconds
+        return stats
+
+    @property
+    def _solver(self):
+        return self._state.solver
+
+    @_solver.setter
+    def _solver(self, solver):
+        self._state.solver = solver
+
+    @property
+    def _live_solver(self):
+        """The solver, or an error when the last refactorization failed and left none."""
+        solver = self._state.solver
+        if solver is None:
+            if self._no_factors == "running":
+                raise PastixError(
+                    "this factorization holds no factors while refactorize() runs (the "
+                    "previous factors were freed first, to hold one factor at a time): "
+                    "solve once refactorize() has returned"
+                )
+            raise PastixError(
+                "this factorization holds no factors: its last refactorize() failed (the "
+                "previous factors were freed first). Call refactorize() with a matrix that "
+                "factors, or pastixpy.factorize() anew"
+            )
+        return solver
+
+    @property
+    def _factors(self):
+        return self._live_solver.factors
+
+    def refactorize(self, A):
+        """Factor a new matrix with the same pattern, reusing the analysis and row matching.
+
+        With ``kind="auto"``, a matrix that is no longer positive definite is
+        refactored as LDLᵀ (LDLᴴ), with a new analysis when 2x2 pivots need one.
+
+        The previous factors are freed before the new ones are made, so that one
+        factor is in memory at a time (solves already running in other threads
+        finish on the previous factors, which are freed after them). If the
+        factorization fails (an error is raised), none is left: solves raise until a
+        refactorize succeeds. Solves that start while a refactorize runs raise too.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        PatternMismatchError
+            A's pattern (stored entries, explicit zeros included) differs.
+        """
+        C = canonical_csc(A)
+        if C.shape != self.shape or not (
+            np.array_equal(C.indptr, self._pattern[0])
+            and np.array_equal(C.indices, self._pattern[1])
+        ):
+            raise PatternMismatchError(
+                "the new matrix does not have the sparsity pattern this factorization was "
+                "analysed for; call pastixpy.factorize(A) for a new pattern"
+            )
+        if C.dtype != self.dtype:
+            if np.promote_types(C.dtype, self.dtype) != self.dtype:
+                raise InvalidInputError(
+                    f"the new matrix has dtype {C.dtype}, this factorization {self.dtype}: "
+                    "factorize it anew"
+                )
+            C = C.astype(self.dtype)
+        # The pipeline frees the previous factors first: one factor in memory at a time.
+        self._no_factors = "running"
+        try:
+            self._state = pipeline.run_refactorization(self._state, C, self._options)
+        except BaseException:
+            self._no_factors = "failed"
+            raise
+        self._last_solve = threading.local()
+        return self
+
+    # ------------------------------------------------------------------ solves
+
+    def solve(self, b, trans="N"):
+        """Solve A x = b (``trans="N"``), Aᵀ x = b (``"T"``) or Aᴴ x = b (``"H"``).
+
+        Parameters
+        ----------
+        b : array_like, shape (n,) or (n, k)
+            Right-hand side(s); sparse b is densified.
+        trans : {"N", "T", "H"}
+
+        Returns
+        -------
+        x : ndarray, same shape as b, dtype promoted from the factorization's and b's
+
+        Raises
+        ------
+        SingularMatrixError
+            Refinement could not reach the requested backward error: the message
+            says whether the matrix is singular (perturbed pivots), too
+            ill-conditioned for its precision (with a condition number estimate),
+            or neither.
+        """
+        if trans not in ("N", "T", "H"):
+            raise InvalidInputError(f"trans must be 'N', 'T' or 'H', got {trans!r}")
+        b2, vector = self._rhs(b)
+        solver = self._live_solver
+        if b2.shape[1] == 0:
+            return np.empty(b2.shape, dtype=np.promote_types(self.dtype, b2.dtype))
+        x, info = solver.solve(b2, trans)
+        self._last_solve.info = info
+        return x[:, 0] if vector else x
+
+    __call__ = solve
+
+    def _rhs(self, b):
+        n = self.shape[0]
+        if sp.issparse(b):
+            b = b.toarray()
+        b = np.asarray(b)
+        check_rhs(b, n)
+        vector = b.ndim == 1
+        b2 = b.reshape(n, -1)
+        if b2.dtype.kind in "biu":
+            b2 = b2.astype(np.float64)
+        return b2, vector
+
+    # ------------------------------------------------------------------ views and by-products
+
+    @property
+    def perm(self):
+        """Pivot order: ``perm[k]`` is the column of A eliminated k-th."""
+        return self.analysis.perm
+
+    # ------------------------------------------------------------------ as an operator:
+    # F applies A⁻¹, so that scipy takes it where it takes a LinearOperator (M=F in gmres)
+
+    def matvec(self, x):
+        """A⁻¹ x (a solve), as a scipy LinearOperator's ``matvec``."""
+        return self.solve(x)
+
+    def rmatvec(self, x):
+        """A⁻ᴴ x, as a LinearOperator's ``rmatvec``."""
+        return self.solve(x, trans="H")
+
+    def matmat(self, X):
+        """A⁻¹ X for the columns of X."""
+        return self.solve(X)
+
+    def rmatmat(self, X):
+        """A⁻ᴴ X for the columns of X."""
+        return self.solve(X, trans="H")
+
+    def aspreconditioner(self):
+        """A scipy LinearOperator applying the factors' inverse without refinement, for
+        ``M=`` in scipy's Krylov solvers (as PyAMG's ``aspreconditioner``).
+
+        That is A⁻¹ to the factors' accuracy: about the compression tolerance for
+        compressed factors, single precision for mixed precision's. A loose ``compress``
+        tolerance makes a cheap preconditioner; ``F`` itself (refined solves) is
+        accepted as ``M=`` too.
+        """
+        n = self.shape[0]
+        solver = self._live_solver
+        dtype = solver.dtype
+        real_factors = not np.iscomplexobj(np.empty(0, dtype))
+
+        def part(R, trans):
+            return solver.apply_inverse(np.ascontiguousarray(R, dtype=dtype), trans)
+
+        def apply(V, trans="N"):
+            V = np.asarray(V)
+            R = V.reshape(n, -1)
+            with blas_threads(solver.threads):
+                if np.iscomplexobj(R) and real_factors:
+                    X = part(R.real, trans) + 1j * part(R.imag, trans)
+                else:
+                    X = part(R, trans)
+            return X.reshape(V.shape)
+
+        return sla.LinearOperator(
+            (n, n),
+            matvec=apply,
+            rmatvec=lambda v: apply(v, "H"),
+            matmat=apply,
+            dtype=dtype,
+        )
+
+    def aslinearoperator(self):
+        """A scipy LinearOperator applying A⁻¹ (``rmatvec`` applies A⁻ᴴ)."""
+        n = self.shape[0]
+        return sla.LinearOperator(
+            (n, n),
+            matvec=lambda v: self.solve(v),
+            rmatvec=lambda v: self.solve(v, trans="H"),
+            matmat=lambda V: self.solve(V),
+            dtype=self.dtype,
+        )
+
+    def draw(self, ax=None, cmap="viridis"):
+        """Draw the factor's block structure with matplotlib, compressed tiles coloured by
+        rank (see :func:`pastixpy.compression.draw_blocks`); returns the Axes."""
+        from .compression import draw_blocks
+
+        return draw_blocks(self._factors, ax=ax, cmap=cmap)
+
+    def slogdet(self):
+        """Sign and natural log of |det(A)|, like ``numpy.linalg.slogdet``.
+
+        With perturbed pivots this is the determinant of the perturbed matrix
+        (a warning says so).
+        """
+        solver = self._live_solver
+        F, prep = solver.factors, solver.prep
+        # In double even for single-precision factors: a sum of n logarithms.
+        d = F.diagonal().astype(np.promote_types(F.dtype, np.float64))
+        complex_ = np.iscomplexobj(d)
+        kind = F.kind
+        if kind.definite:  # det A = det(L)², L's diagonal real and positive
+            logabs = 2 * np.sum(np.log(np.abs(d)))
+            sign = 1.0
+        elif kind.two_factors:  # det A = ± det(U)
+            logabs = np.sum(np.log(np.abs(d)))
+            sign = np.prod(d / np.abs(d))
+            if parity(F.pivots.lperm):  # row interchanges inside diagonal blocks
+                sign = -sign
+        else:  # det A = det(D), its 1x1 and 2x2 blocks
+            d, one, _, det2 = F.d_blocks()
+            d = d.astype(np.promote_types(d.dtype, np.float64))
+            det2 = det2.astype(d.dtype)
+            vals = np.concatenate([d[one], det2])
+            logabs = np.sum(np.log(np.abs(vals)))
+            sign = np.prod(vals / np.abs(vals))
+        logabs -= np.sum(np.log(prep.dr)) + np.sum(np.log(prep.dc))
+        if prep.row_perm is not None and parity(prep.row_perm):
+            sign = -sign
+        if F.perturbed.any():
+            warnings.warn(
+                "slogdet is that of the matrix with perturbed pivots. "
+                + solver.perturbed_message(),
+                PastixWarning,
+                stacklevel=2,
+            )
+        sign = complex(sign) if complex_ else float(np.real(sign))
+        return sign, float(logabs)
+
+    def logdet(self):
+        """log(det(A)) of a positive definite matrix.
+
+        Raises
+        ------
+        PastixError
+            The matrix is not (Hermitian) positive definite.
+        """
+        if self._live_solver.kind.definite:
+            return self.slogdet()[1]
+        if not self._hermitian() or self.inertia()[0] != self.shape[0]:
+            raise PastixError(
+                f"logdet() needs a symmetric/Hermitian positive definite matrix, not this "
+                f"{self.kind} factorization; use slogdet()"
+            )
+        return self.slogdet()[1]
+
+    def inertia(self):
+        """Numbers of positive, negative and zero eigenvalues (Sylvester's law on D).
+
+        Defined for real symmetric and Hermitian factorizations. Without perturbed
+        pivots it is exact. With perturbed pivots, D is that of a nearby matrix M;
+        when iterative refinement shrinks the error of a solve with a known answer
+        by at least :data:`INERTIA_CONTRACTION` per step, A and M provably have the
+        same inertia (see :meth:`Solver.contraction`) and the perturbed pivots count
+        with their signs. Otherwise (A singular, or too ill-conditioned for the
+        perturbation) they count as zero eigenvalues, and a warning says that the
+        split is unreliable.
+        """
+        if not self._hermitian():
+            raise PastixError(
+                f"inertia is defined for real symmetric or Hermitian matrices, not kind "
+                f"{self.kind!r} on {self.dtype}"
+            )
+        n = self.shape[0]
+        solver = self._live_solver
+        F = solver.factors
+        if solver.kind.definite:
+            return (n, 0, 0)
+        d, one, two, det2 = F.d_blocks()
+        d, det2 = np.real(d), np.real(det2)
+        pert = F.perturbed
+        rate = solver.contraction() if pert.any() else 0.0
+        exact = rate <= INERTIA_CONTRACTION
+        if not exact:
+            one = one[~pert[one]]
+        trace = d[two] + d[two + 1]
+        # A 2x2 pivot with negative determinant has one eigenvalue of each sign.
+        pos = int(np.sum(d[one] > 0) + np.sum(det2 < 0) + 2 * np.sum((det2 > 0) & (trace > 0)))
+        neg = int(np.sum(d[one] < 0) + np.sum(det2 < 0) + 2 * np.sum((det2 > 0) & (trace < 0)))
+        zero = n - pos - neg
+        if not exact:
+            warnings.warn(
+                f"inertia counts perturbed pivots as zero eigenvalues; it is unreliable: "
+                f"refinement shrinks errors by only {rate:.2g} per step, so the "
+                f"perturbation is not small next to A's smallest eigenvalues (A may be "
+                f"singular). " + solver.perturbed_message(),
+                PastixWarning,
+                stacklevel=2,
+            )
+        return (pos, neg, zero)
+
+    def _hermitian(self):
+        """Whether the factored matrix is real symmetric or Hermitian (D's signs count)."""
+        solver = self._live_solver
+        if not solver.kind.symmetric:
+            return False
+        C = solver.C
+        return solver.kind.hermitian or not np.iscomplexobj(C.data) or not C.data.imag.any()
+
+    def __repr__(self):
+        s = self._state.stats
+        return (
+            f"<Factorization {self.shape[0]}x{self.shape[1]} {self.dtype} kind={self.kind} "
+            f"entries={s['factor_entries']} perturbed={s['perturbed_pivots']}>"
+        )
+
+
+def check_rhs(b, n):
+    """The checks a solve makes on b, made before a factorization."""
+    if b.dtype.kind not in "biufc":
+        raise InvalidInputError(f"b has dtype {b.dtype}; it must be numeric")
+    if b.ndim not in (1, 2) or b.shape[0] != n:
+        raise InvalidInputError(
+            f"b has shape {b.shape}; expected ({n},) or ({n}, k) for a {n}x{n} matrix"
+        )
+    if not np.isfinite(b).all():
+        col = np.argwhere(~np.isfinite(b))[0]
+        raise InvalidInputError(f"b has a NaN or Inf value at index {tuple(col.tolist())}")
+
+
