@@ -24,6 +24,7 @@ from .solve import PastixWarning
 
 __all__ = ["Factorization", "PastixWarning", "factorize", "factorized", "spsolve"]
 
+
 def factorize(
     A,
     *,

@@ -450,5 +450,3 @@ def check_rhs(b, n):
     if not np.isfinite(b).all():
         col = np.argwhere(~np.isfinite(b))[0]
         raise InvalidInputError(f"b has a NaN or Inf value at index {tuple(col.tolist())}")
-
-

@@ -403,9 +403,7 @@ def _attempt(C, plan, options, seconds, backend, reuse):
         seconds=dict(seconds),
         compression=None
         if options.compress is None
-        else compression_stats(
-            options.compress, factors, options.compress.absolute_tol(B)
-        ),
+        else compression_stats(options.compress, factors, options.compress.absolute_tol(B)),
     )
     if perturbed.size and refine[0] == "none":
         warnings.warn(solver.perturbed_message(), PastixWarning, stacklevel=5)

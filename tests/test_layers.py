@@ -25,7 +25,10 @@ LAYERS = [
     ("pipeline", ["pipeline"]),
     ("solve", ["solve", "solve_policy", "refine", "krylov", "simplicial"]),
     ("numeric", ["numeric"]),
-    ("analysis", ["analysis", "symbolic", "clusters", "ordering", "ordering_methods", "preprocess"]),
+    (
+        "analysis",
+        ["analysis", "symbolic", "clusters", "ordering", "ordering_methods", "preprocess"],
+    ),
     (
         "foundations",
         [

@@ -141,9 +141,7 @@ class DistributedFactors:
     def tiles(self):
         """Every rank's compressed tiles (:meth:`pastixpy._numeric.Storage.tiles`)."""
         if not self._tiles:
-            return {
-                k: np.zeros(0, np.float64 if k == "seconds" else np.int64) for k in TILE_FIELDS
-            }
+            return {k: np.zeros(0, np.float64 if k == "seconds" else np.int64) for k in TILE_FIELDS}
         return {k: np.concatenate([t[k] for t in self._tiles]) for k in TILE_FIELDS}
 
     def solve_inplace(self, X, trans="N"):

@@ -130,9 +130,7 @@ def sweep(X, storage, kind, pivots, trans, forward_plans, backward_plans):
     for plan in forward_plans:
         _numeric.solve_forward(flat, nrhs, storage, forward, plan)
     if kind.block_diagonal:
-        _numeric.solve_diagonal(
-            flat, nrhs, storage, pivots.dsub, kind.conj(dtype), pivots.pivtype
-        )
+        _numeric.solve_diagonal(flat, nrhs, storage, pivots.dsub, kind.conj(dtype), pivots.pivtype)
     for plan in backward_plans:
         _numeric.solve_backward(flat, nrhs, storage, backward, plan)
     return X
