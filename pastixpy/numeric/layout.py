@@ -24,23 +24,25 @@ class PanelLayout:
     """
 
     def __init__(self, fcol, bloknum, stride, frow, lrow, fcblk, bcoef):
-        self.structure = Structure(fcol, bloknum, stride, frow, lrow, fcblk, bcoef)
-        s = self.structure
+        self._hold(Structure(fcol, bloknum, stride, frow, lrow, fcblk, bcoef))
+
+    def _hold(self, structure):
+        self.structure = s = structure
         self.fcol, self.bloknum, self.stride = s.fcol, s.bloknum, s.stride
         self.frow, self.lrow, self.fcblk, self.bcoef = s.frow, s.lrow, s.fcblk, s.bcoef
         self._plans = {}
 
+    @classmethod
+    def around(cls, structure):
+        """The layout of a kernels' Structure (that one, not a copy)."""
+        layout = cls.__new__(cls)
+        layout._hold(structure)
+        return layout
+
     def __reduce__(self):
-        """Pickled as its seven arrays (the solve plans and other caches are made again)."""
-        return PanelLayout, (
-            self.fcol,
-            self.bloknum,
-            self.stride,
-            self.frow,
-            self.lrow,
-            self.fcblk,
-            self.bcoef,
-        )
+        """Pickled as its Structure, which a pickled Storage of the same factors shares
+        (the solve plans and other caches are made again)."""
+        return PanelLayout.around, (self.structure,)
 
     @classmethod
     def from_symbol(cls, symbol):
