@@ -14,11 +14,12 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as sla
 
-from . import pipeline, simplicial
+from . import pipeline, simplicial, solve_policy
 from .errors import (
     InvalidInputError,
     OptionError,
     PastixError,
+    PastixWarning,
     PatternMismatchError,
     SingularMatrixError,
 )
@@ -27,7 +28,6 @@ from .matrix import canonical_csc, symmetry_of
 from .numeric import blas_threads, parity
 from .options import Options
 from .preprocess import check_structural_rank
-from .solve import PastixWarning
 
 __all__ = ["Factorization", "PastixWarning", "factorize", "factorized", "spsolve"]
 
@@ -357,7 +357,7 @@ class Factorization:
         if F.perturbed.any():
             warnings.warn(
                 "slogdet is that of the matrix with perturbed pivots. "
-                + solver.perturbed_message(),
+                + solve_policy.perturbed_message(solver),
                 PastixWarning,
                 stacklevel=2,
             )
@@ -388,7 +388,7 @@ class Factorization:
         pivots it is exact. With perturbed pivots, D is that of a nearby matrix M;
         when iterative refinement shrinks the error of a solve with a known answer
         by at least :data:`INERTIA_CONTRACTION` per step, A and M provably have the
-        same inertia (see :meth:`Solver.contraction`) and the perturbed pivots count
+        same inertia (see :func:`~pastixpy.solve_policy.contraction`) and the perturbed pivots count
         with their signs. Otherwise (A singular, or too ill-conditioned for the
         perturbation) they count as zero eigenvalues, and a warning says that the
         split is unreliable.
@@ -406,7 +406,7 @@ class Factorization:
         d, one, two, det2 = F.d_blocks()
         d, det2 = np.real(d), np.real(det2)
         pert = F.perturbed
-        rate = solver.contraction() if pert.any() else 0.0
+        rate = solve_policy.contraction(solver) if pert.any() else 0.0
         exact = rate <= INERTIA_CONTRACTION
         if not exact:
             one = one[~pert[one]]
@@ -420,7 +420,7 @@ class Factorization:
                 f"inertia counts perturbed pivots as zero eigenvalues; it is unreliable: "
                 f"refinement shrinks errors by only {rate:.2g} per step, so the "
                 f"perturbation is not small next to A's smallest eigenvalues (A may be "
-                f"singular). " + solver.perturbed_message(),
+                f"singular). " + solve_policy.perturbed_message(solver),
                 PastixWarning,
                 stacklevel=2,
             )
@@ -622,7 +622,7 @@ def _chosen_kind(C, symmetry, options):
 def _check_refine_tol(options, dtype):
     """An OptionError for a refinement tolerance below what the working precision can
     reach (its floor), before any work."""
-    from .solve import PRECISION_FLOOR
+    from .solve_policy import PRECISION_FLOOR
 
     tol = options.refine[1].get("tol")
     work = options.working_dtype(dtype)

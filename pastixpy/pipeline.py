@@ -26,12 +26,14 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from . import solve_policy
 from ._graph import inf_norm
 from .analysis import analyze
 from .compression import compression_stats
 from .errors import (
     MixedPrecisionError,
     NotPositiveDefiniteError,
+    PastixWarning,
     PatternMismatchError,
     SingularMatrixError,
 )
@@ -41,7 +43,7 @@ from .numeric import AssemblyMap, PanelLayout, factorize_numeric, is_small
 from .options import parse_option
 from .ordering import METIS_UFACTORS, ORDERINGS
 from .preprocess import preprocess
-from .solve import PastixWarning, Solver, default_tol, pivot_order_gathers
+from .solve import Solver, pivot_order_gathers
 
 #: Wider supernodes for a second try when static pivoting defeats refinement:
 #: larger diagonal blocks leave local pivoting more rows to choose from.
@@ -187,7 +189,7 @@ def _run(C, plan, options, seconds, retries, reuse=None):
 
 
 def _tol(solver):
-    return solver.refine[1].get("tol", default_tol(solver.dtype))
+    return solve_policy.solve_tol(solver)
 
 
 def _indefinite_plan(C, plan, options, seconds):
@@ -305,7 +307,7 @@ def _attempt(C, plan, options, seconds, reuse):
         ),
     )
     if perturbed.size and refine[0] == "none":
-        warnings.warn(solver.perturbed_message(), PastixWarning, stacklevel=5)
+        warnings.warn(solve_policy.perturbed_message(solver), PastixWarning, stacklevel=5)
     return State(plan.kind, analysis, layout, amap, prep, plan, solver, stats)
 
 
@@ -353,7 +355,7 @@ def _check(state):
     perturbed = bool(solver.perturbed_columns)
     if solver.refine[0] == "none" or not (perturbed or solver.mixed or solver.compressed):
         return "ok"
-    if solver.probe():
+    if solve_policy.probe(solver):
         return "ok"
     if solver.compressed:
         return "uncompressed"
@@ -373,7 +375,7 @@ def _warn_roundoff_pivot(state):
     pivots = np.abs(solver.factors.diagonal()) ** 2  # L's diagonal: the pivots' roots
     if not pivots.size or pivots.min() >= solver.pivot_tol:
         return
-    cond = solver.condition_estimate()
+    cond = solve_policy.condition_estimate(solver)
     eps = float(np.finfo(solver.factors.dtype).eps)
     if cond * eps < 1:
         return

@@ -46,7 +46,7 @@ from ._graph import column_intersection_adjacency
 from .matrix import symmetric_pattern
 from .options import Options
 from .preprocess import equilibrate
-from .solve import SINGULAR_GROWTH, default_tol
+from .solve_policy import SINGULAR_GROWTH, default_tol
 
 #: Matrices of at most this many unknowns are considered for the simplicial path;
 #: those of a pattern the symmetric strategy does not take (below), up to
@@ -159,7 +159,7 @@ def factor(C, ordering="auto"):
 
 def scaled_growth(C, x, B):
     """‖D_r A D_c‖∞ ‖D_c⁻¹ x‖ / ‖D_r b‖ per column, D_r and D_c the pipeline's Ruiz
-    equilibration: its growth criterion (``solve.SINGULAR_GROWTH``) measured on an
+    equilibration: its growth criterion (``solve_policy.SINGULAR_GROWTH``) measured on an
     equilibrated system as it measures it, so that bad scaling alone does not count
     (bayer10's entries span 15 orders: its unscaled ‖A‖‖x‖/‖b‖ is 4.5e15, its scaled
     one 8e5). Only asked when the unscaled growth is past the limit."""
