@@ -624,7 +624,7 @@ def spsolve(A, b, permc_spec=None, use_umfpack=True, **options):
     parsed = Options.from_keywords("spsolve", options)
     x = None
     if simplicial.applies(C, parsed, analysis):
-        x = simplicial.solve(C, bb, parsed.ordering)
+        x = simplicial.solve_small(C, bb, parsed.ordering)
     try:
         if x is None:
             x = _factorize(C, parsed, analysis, t0).solve(bb)
