@@ -398,7 +398,7 @@ def refined_condition(solver):
     capped = replace(solver, refine=(method, {**kw, "maxiter": min(kw.get("maxiter", 10), cap)}))
     worst = [0.0]
 
-    def solve(V, trans):
+    def refined_solve(V, trans):
         x, berr, _, _ = capped.refined(
             np.ascontiguousarray(np.asarray(V, dtype=dtype).reshape(n, -1)),
             trans,
@@ -416,10 +416,10 @@ def refined_condition(solver):
 
     inv = sla.LinearOperator(
         (n, n),
-        matvec=lambda v: solve(v, "N")[:, 0],
-        rmatvec=lambda v: solve(v, "H")[:, 0],
-        matmat=lambda V: solve(V, "N"),
-        rmatmat=lambda V: solve(V, "H"),
+        matvec=lambda v: refined_solve(v, "N")[:, 0],
+        rmatvec=lambda v: refined_solve(v, "H")[:, 0],
+        matmat=lambda V: refined_solve(V, "N"),
+        rmatmat=lambda V: refined_solve(V, "H"),
         dtype=dtype,
     )
     try:
