@@ -110,7 +110,7 @@ def _path(A, b):
     C = canonical_csc(A)
     if simplicial.applies(C, pastixpy.options.Options(), None):
         F = simplicial.factor(C)
-        if F is not None and simplicial.solve(C, b) is not None:
+        if F is not None and simplicial.solve_small(C, b) is not None:
             return f"simplicial, {F.strategy}, {F.flops:.1e} flops", ""
     F = pastixpy.factorize(A)
     F.solve(b)

@@ -16,11 +16,10 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as sla
 
 from . import distributed, simplicial
-from .errors import InvalidInputError, OptionError, SingularMatrixError
+from .errors import InvalidInputError, OptionError, PastixWarning, SingularMatrixError
 from .factorization import Factorization, check_rhs
 from .matrix import canonical_csc
 from .options import Options
-from .solve import PastixWarning
 
 __all__ = ["Factorization", "PastixWarning", "factorize", "factorized", "spsolve"]
 
@@ -237,7 +236,7 @@ def spsolve(A, b, permc_spec=None, use_umfpack=True, **options):
     parsed = Options.from_keywords("spsolve", options)
     x = None
     if simplicial.applies(C, parsed, analysis):
-        x = simplicial.solve(C, bb, parsed.ordering)
+        x = simplicial.solve_small(C, bb, parsed.ordering)
     try:
         if x is None:
             x = Factorization.from_matrix(C, parsed, analysis, t0=t0).solve(bb)

@@ -8,25 +8,17 @@ pipeline's; the handle adds the calling thread's last solve.
 """
 
 import threading
-import warnings
 
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as sla
 
-from . import pipeline
+from . import determinants, pipeline
 from .errors import InvalidInputError, PastixError, PatternMismatchError
 from .matrix import canonical_csc
-from .numeric import ONE_PROCESS, blas_threads, parity
-from .solve import PastixWarning
+from .numeric import ONE_PROCESS, blas_threads
 
 __all__ = ["Factorization", "check_rhs"]
-
-
-#: :meth:`Factorization.inertia` counts perturbed pivots by their signs when one step
-#: of iterative refinement shrinks the error at least this much (a contraction below 1
-#: proves the inertia exact; the margin covers an estimate made from a few steps).
-INERTIA_CONTRACTION = 0.5
 
 
 class Factorization:
@@ -325,41 +317,9 @@ class Factorization:
         """Sign and natural log of |det(A)|, like ``numpy.linalg.slogdet``.
 
         With perturbed pivots this is the determinant of the perturbed matrix
-        (a warning says so).
+        (a warning says so). See :func:`pastixpy.determinants.slogdet`.
         """
-        solver = self._live_solver
-        F, prep = solver.factors, solver.prep
-        # In double even for single-precision factors: a sum of n logarithms.
-        d = F.diagonal().astype(np.promote_types(F.dtype, np.float64))
-        complex_ = np.iscomplexobj(d)
-        kind = F.kind
-        if kind.definite:  # det A = det(L)², L's diagonal real and positive
-            logabs = 2 * np.sum(np.log(np.abs(d)))
-            sign = 1.0
-        elif kind.two_factors:  # det A = ± det(U)
-            logabs = np.sum(np.log(np.abs(d)))
-            sign = np.prod(d / np.abs(d))
-            if parity(F.pivots.lperm):  # row interchanges inside diagonal blocks
-                sign = -sign
-        else:  # det A = det(D), its 1x1 and 2x2 blocks
-            d, one, _, det2 = F.d_blocks()
-            d = d.astype(np.promote_types(d.dtype, np.float64))
-            det2 = det2.astype(d.dtype)
-            vals = np.concatenate([d[one], det2])
-            logabs = np.sum(np.log(np.abs(vals)))
-            sign = np.prod(vals / np.abs(vals))
-        logabs -= np.sum(np.log(prep.dr)) + np.sum(np.log(prep.dc))
-        if prep.row_perm is not None and parity(prep.row_perm):
-            sign = -sign
-        if F.perturbed.any():
-            warnings.warn(
-                "slogdet is that of the matrix with perturbed pivots. "
-                + solver.perturbed_message(),
-                PastixWarning,
-                stacklevel=2,
-            )
-        sign = complex(sign) if complex_ else float(np.real(sign))
-        return sign, float(logabs)
+        return determinants.slogdet(self._live_solver)
 
     def logdet(self):
         """log(det(A)) of a positive definite matrix.
@@ -369,14 +329,7 @@ class Factorization:
         PastixError
             The matrix is not (Hermitian) positive definite.
         """
-        if self._live_solver.kind.definite:
-            return self.slogdet()[1]
-        if not self._hermitian() or self.inertia()[0] != self.shape[0]:
-            raise PastixError(
-                f"logdet() needs a symmetric/Hermitian positive definite matrix, not this "
-                f"{self.kind} factorization; use slogdet()"
-            )
-        return self.slogdet()[1]
+        return determinants.logdet(self._live_solver)
 
     def inertia(self):
         """Numbers of positive, negative and zero eigenvalues (Sylvester's law on D).
@@ -384,52 +337,13 @@ class Factorization:
         Defined for real symmetric and Hermitian factorizations. Without perturbed
         pivots it is exact. With perturbed pivots, D is that of a nearby matrix M;
         when iterative refinement shrinks the error of a solve with a known answer
-        by at least :data:`INERTIA_CONTRACTION` per step, A and M provably have the
-        same inertia (see :meth:`Solver.contraction`) and the perturbed pivots count
-        with their signs. Otherwise (A singular, or too ill-conditioned for the
+        by at least :data:`~pastixpy.determinants.INERTIA_CONTRACTION` per step, A
+        and M provably have the same inertia and the perturbed pivots count with
+        their signs. Otherwise (A singular, or too ill-conditioned for the
         perturbation) they count as zero eigenvalues, and a warning says that the
-        split is unreliable.
+        split is unreliable. See :func:`pastixpy.determinants.inertia`.
         """
-        if not self._hermitian():
-            raise PastixError(
-                f"inertia is defined for real symmetric or Hermitian matrices, not kind "
-                f"{self.kind!r} on {self.dtype}"
-            )
-        n = self.shape[0]
-        solver = self._live_solver
-        F = solver.factors
-        if solver.kind.definite:
-            return (n, 0, 0)
-        d, one, two, det2 = F.d_blocks()
-        d, det2 = np.real(d), np.real(det2)
-        pert = F.perturbed
-        rate = solver.contraction() if pert.any() else 0.0
-        exact = rate <= INERTIA_CONTRACTION
-        if not exact:
-            one = one[~pert[one]]
-        trace = d[two] + d[two + 1]
-        # A 2x2 pivot with negative determinant has one eigenvalue of each sign.
-        pos = int(np.sum(d[one] > 0) + np.sum(det2 < 0) + 2 * np.sum((det2 > 0) & (trace > 0)))
-        neg = int(np.sum(d[one] < 0) + np.sum(det2 < 0) + 2 * np.sum((det2 > 0) & (trace < 0)))
-        zero = n - pos - neg
-        if not exact:
-            warnings.warn(
-                f"inertia counts perturbed pivots as zero eigenvalues; it is unreliable: "
-                f"refinement shrinks errors by only {rate:.2g} per step, so the "
-                f"perturbation is not small next to A's smallest eigenvalues (A may be "
-                f"singular). " + solver.perturbed_message(),
-                PastixWarning,
-                stacklevel=2,
-            )
-        return (pos, neg, zero)
-
-    def _hermitian(self):
-        """Whether the factored matrix is real symmetric or Hermitian (D's signs count)."""
-        solver = self._live_solver
-        if not solver.kind.symmetric:
-            return False
-        C = solver.C
-        return solver.kind.hermitian or not np.iscomplexobj(C.data) or not C.data.imag.any()
+        return determinants.inertia(self._live_solver)
 
     def __repr__(self):
         s = self._state.stats

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from . import solve_policy
 from ._graph import inf_norm
 from .analysis import analyze
 from .compression import compression_stats
@@ -36,6 +37,7 @@ from .errors import (
     MixedPrecisionError,
     NotPositiveDefiniteError,
     OptionError,
+    PastixWarning,
     PatternMismatchError,
     SingularMatrixError,
 )
@@ -45,7 +47,7 @@ from .numeric import ONE_PROCESS, AssemblyMap, PanelLayout, blas_threads, is_sma
 from .options import parse_option
 from .ordering import METIS_UFACTORS, ORDERINGS
 from .preprocess import check_structural_rank, preprocess
-from .solve import PRECISION_FLOOR, PastixWarning, Solver, default_tol, pivot_order_gathers
+from .solve import Solver, pivot_order_gathers
 
 #: Wider supernodes for a second try when static pivoting defeats refinement:
 #: larger diagonal blocks leave local pivoting more rows to choose from.
@@ -214,11 +216,12 @@ def _check_refine_tol(options, dtype):
     reach (its floor), before any work."""
     tol = options.refine[1].get("tol")
     work = options.working_dtype(dtype)
-    floor = PRECISION_FLOOR * np.finfo(work).eps
+    units = solve_policy.PRECISION_FLOOR
+    floor = units * np.finfo(work).eps
     if tol is not None and options.refine[0] != "none" and tol < floor:
         raise OptionError(
             f"refine tol={tol:g} is below what {work} can reach (a backward error of about "
-            f"{floor:.0e}, {PRECISION_FLOOR} units of roundoff): give tol >= {floor:.0e}"
+            f"{floor:.0e}, {units} units of roundoff): give tol >= {floor:.0e}"
             + ("" if np.finfo(work).bits == 64 else ", or precision='double' or 'mixed'")
         )
 
@@ -290,7 +293,7 @@ def _run(C, plan, options, seconds, retries, backend, reuse=None):
 
 
 def _tol(solver):
-    return solver.refine[1].get("tol", default_tol(solver.dtype))
+    return solve_policy.solve_tol(solver)
 
 
 def _indefinite_plan(C, plan, options, seconds):
@@ -406,7 +409,7 @@ def _attempt(C, plan, options, seconds, backend, reuse):
         else compression_stats(options.compress, factors, options.compress.absolute_tol(B)),
     )
     if perturbed.size and refine[0] == "none":
-        warnings.warn(solver.perturbed_message(), PastixWarning, stacklevel=5)
+        warnings.warn(solve_policy.perturbed_message(solver), PastixWarning, stacklevel=5)
     return State(plan.kind, analysis, layout, amap, prep, plan, solver, backend, stats)
 
 
@@ -455,7 +458,7 @@ def _verify(state):
     perturbed = bool(solver.perturbed_columns)
     if solver.refine[0] == "none" or not (perturbed or solver.mixed or solver.compressed):
         return "ok"
-    if solver.probe():
+    if solve_policy.probe(solver):
         return "ok"
     if solver.compressed:
         return "uncompressed"
@@ -478,7 +481,7 @@ def _warn_roundoff_pivot(state):
         return
     if not pivots.size or pivots.min() >= solver.pivot_tol:
         return
-    cond = solver.condition_estimate()
+    cond = solve_policy.condition_estimate(solver)
     eps = float(np.finfo(solver.factors.dtype).eps)
     if cond * eps < 1:
         return

@@ -46,7 +46,7 @@ from ._graph import column_intersection_adjacency
 from .matrix import symmetric_pattern
 from .options import Options
 from .preprocess import equilibrate
-from .solve import SINGULAR_GROWTH, default_tol
+from .solve_policy import SINGULAR_GROWTH, default_tol
 
 #: Matrices of at most this many unknowns are considered for the simplicial path;
 #: those of a pattern the symmetric strategy does not take (below), up to
@@ -106,16 +106,17 @@ def applies(C, options, analysis):
 
 
 @dataclass(frozen=True)
-class Factors:
+class SimplicialLU:
     """P A Q = L U from :func:`factor`: the kernel's arrays, the column order q, the
-    strategy that made them and their flops."""
+    strategy that made them and their flops. (The supernodal factors of the pipeline
+    are :class:`pastixpy.numeric.Factors`.)"""
 
     arrays: tuple
     q: np.ndarray
     strategy: str
     flops: float
 
-    def solve(self, R):
+    def apply_inverse(self, R):
         """A⁻¹ R for a 2-D R of the factors' dtype."""
         X = np.empty_like(R)
         _simplicial.lu_solve(*self.arrays, self.q, R, X)
@@ -123,7 +124,7 @@ class Factors:
 
 
 def factor(C, ordering="auto"):
-    """:class:`Factors` of canonical C by the first strategy that holds within the
+    """:class:`SimplicialLU` of canonical C by the first strategy that holds within the
     budget (see the module), or None."""
     n = C.shape[0]
     xadj, adjncy = symmetric_pattern(C)
@@ -151,7 +152,7 @@ def factor(C, ordering="auto"):
             C.indptr, C.indices, C.data, q, threshold, budget
         )
         if status == _simplicial.OK:
-            return Factors(arrays, q, strategy, flops)
+            return SimplicialLU(arrays, q, strategy, flops)
         if status == _simplicial.ZERO_PIVOT:
             return None  # singular: the pipeline says where
     return None
@@ -159,7 +160,7 @@ def factor(C, ordering="auto"):
 
 def scaled_growth(C, x, B):
     """‖D_r A D_c‖∞ ‖D_c⁻¹ x‖ / ‖D_r b‖ per column, D_r and D_c the pipeline's Ruiz
-    equilibration: its growth criterion (``solve.SINGULAR_GROWTH``) measured on an
+    equilibration: its growth criterion (``solve_policy.SINGULAR_GROWTH``) measured on an
     equilibrated system as it measures it, so that bad scaling alone does not count
     (bayer10's entries span 15 orders: its unscaled ‖A‖‖x‖/‖b‖ is 4.5e15, its scaled
     one 8e5). Only asked when the unscaled growth is past the limit."""
@@ -169,8 +170,9 @@ def scaled_growth(C, x, B):
         return norm * np.abs(x / dc[:, None]).max(axis=0) / np.abs(dr[:, None] * B).max(axis=0)
 
 
-def solve(C, b, ordering="auto"):
-    """x with A x = b, or None where this path cannot certify one (see the module).
+def solve_small(C, b, ordering="auto"):
+    """x with A x = b, or None where this path cannot certify one (see the module):
+    spsolve's solve of a small matrix, tried before the pipeline's.
 
     Parameters
     ----------
@@ -193,13 +195,13 @@ def solve(C, b, ordering="auto"):
     if split:  # real factors: the real and imaginary parts are two real systems
         B = np.concatenate([B.real, B.imag], axis=1)
     B = np.ascontiguousarray(B, dtype=C.dtype)
-    x = F.solve(B)
+    x = F.apply_inverse(B)
     tol = default_tol(C.dtype)
     berr, norm_a = _simplicial.backward_errors(C.indptr, C.indices, C.data, x, B)
     for _ in range(MAX_STEPS):
         if not (berr > tol).any():
             break
-        x_new = x + F.solve(np.ascontiguousarray(B - C @ x))
+        x_new = x + F.apply_inverse(np.ascontiguousarray(B - C @ x))
         berr_new, _ = _simplicial.backward_errors(C.indptr, C.indices, C.data, x_new, B)
         if not (berr_new < berr).all():
             break

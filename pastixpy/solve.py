@@ -12,18 +12,21 @@ residuals, the solution and the refinement stay in the matrix's precision, and o
 the triangular solves run in the factors' (:meth:`Solver.apply_inverse` converts
 down and back). Refinement sees the factors through :meth:`Solver.apply_inverse` and
 the matrix through a :class:`MatrixOperator`, nothing else.
+
+This module is the mechanism. The rules it follows and the verdicts it passes (what
+``refine="auto"`` runs, when a solve is singular, the growth check, the condition
+estimates, the wording of perturbed pivots) are :mod:`pastixpy.solve_policy`'s, which
+the solver calls at those points.
 """
 
 import time
-import warnings
 from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
-import scipy.sparse.linalg as sla
 
-from . import _numeric
-from .errors import OutOfMemoryError, PastixWarning, SingularMatrixError
+from . import _numeric, solve_policy
+from .errors import OutOfMemoryError, SingularMatrixError
 from .memory import headroom
 from .numeric import blas_threads
 from .ordering import inverse_permutation
@@ -32,32 +35,6 @@ from .refine import backward_error, refine
 #: Vectors of n entries per right-hand side a refined solve may hold at once: x, b, the
 #: residual, copies in pivot order, and GMRES's basis (restarted every 30 iterations).
 SOLVE_VECTORS = 40
-
-
-def default_tol(dtype):
-    """Backward error a solve is expected to reach in this precision."""
-    return 1e-6 if np.dtype(dtype).char in "fF" else 1e-12
-
-
-#: The "too ill-conditioned" diagnosis needs the condition number estimate to be at
-#: least this fraction of 1 / eps: below it, refinement converges on a sound
-#: factorization, so a failure is the factorization's fault, not the matrix's.
-ILL_CONDITIONED = 1e-2
-
-
-#: A check solve whose first step of iterative refinement shrinks the error by this
-#: factor or more is taken as converging: the steps after it contract as much.
-PROBE_CONTRACTION = 0.1
-
-
-#: A solution whose growth ‖A‖‖x‖/‖b‖ exceeds this over eps, where pivots were perturbed,
-#: comes from a numerically singular matrix and a right-hand side outside its range.
-SINGULAR_GROWTH = 0.1
-
-
-#: Backward errors up to this many units of roundoff are the precision's own limit:
-#: a tolerance below it cannot be reached by any solver.
-PRECISION_FLOOR = 10
 
 
 @dataclass(frozen=True)
@@ -146,6 +123,9 @@ class Solver:
     def solve(self, b2, trans="N", warn=True):
         """Solve op(A) X = B for a checked 2-D ``b2``; returns ``(x, SolveInfo)``.
 
+        The mechanism under :meth:`pastixpy.Factorization.solve`, which checks b and
+        its shape and calls this.
+
         x has the dtype promoted from A's and b2's. Raises SingularMatrixError
         when refinement cannot reach the requested backward error.
         """
@@ -227,88 +207,45 @@ class Solver:
 
     def _checked(self, b, trans, warn):
         """Refined x, its worst backward error, the steps and what refinement ran, or
-        SingularMatrixError."""
+        SingularMatrixError (the verdict is :func:`~pastixpy.solve_policy.check_solution`'s)."""
         x, berr, steps, used = self.refined(b, trans)
-        method, kw = self.refine
-        tol = kw.get("tol", default_tol(self.dtype))
         worst = float(berr.max()) if berr.size else 0.0
-        if method != "none" and worst > tol:
-            raise self._failure(worst, tol, trans)
-        if method != "none":
-            self._check_growth(x, b, trans)
-        if warn and self.perturbed_columns and method != "none":
-            warnings.warn(self.perturbed_warning(worst), PastixWarning, stacklevel=5)
-        if not np.isfinite(x).all():
-            raise SingularMatrixError("the solve produced non-finite values: A is singular")
+        solve_policy.check_solution(self, x, b, worst, trans, warn)
         return x, worst, steps, used
 
-    def _check_growth(self, x, b, trans):
-        """SingularMatrixError where the solution grew past what any matrix the precision
-        can tell from singular makes: ‖B‖‖y‖/‖c‖ is at most κ(B) for a nonsingular B, so
-        beyond :data:`SINGULAR_GROWTH` / eps a perturbed pivot, or a roundoff-sized one
-        that Cholesky took as positive, answered for a b outside the range, and the small
-        backward error of such an x says nothing (it solves a nearby nonsingular matrix).
-        Measured on the factored system B y = c, B the scaled matrix (``norm_scaled`` its
-        ‖·‖∞), so that bad scaling alone does not count."""
-        prep = self.prep
-        perm = np.arange(self.n) if prep.row_perm is None else prep.row_perm
-        with np.errstate(all="ignore"):
-            if trans == "N":  # B (x / dc) = dr * b[row_perm]
-                y, c = x / prep.dc[:, None], b[perm] * prep.dr[:, None]
-            else:  # Bᵀ (x[row_perm] / dr) = dc * b
-                y, c = x[perm] / prep.dr[:, None], b * prep.dc[:, None]
-            ymax = np.abs(y).max(axis=0)
-            cmax = np.abs(c).max(axis=0)
-            growth = np.where(cmax > 0, self.norm_scaled * ymax / np.where(cmax > 0, cmax, 1), 0)
-        limit = SINGULAR_GROWTH / np.finfo(self.dtype).eps
-        if (growth > limit).any():
-            raise SingularMatrixError(
-                f"the matrix is numerically singular and b is not in its range: the solution "
-                f"of the scaled system grew to ‖B‖‖y‖/‖c‖ = {float(growth.max()):.1e}, more "
-                f"than any matrix distinguishable from a singular one in {self.dtype} gives. "
-                + (f"{self.perturbed_message()}. " if self.perturbed_columns else "")
-                + "Check that b satisfies the model's "
-                "compatibility conditions, or use a least-squares solver",
-                columns=self.perturbed_columns,
-            )
-
     def refined(self, b, trans, to_floor=None):
-        """x for op(A) x = b (2-D, A's dtype), refined as the ``refine`` option says.
+        """x for op(A) x = b (2-D, A's dtype), refined as the ``refine`` option says
+        (:func:`~pastixpy.solve_policy.refinement_rules`).
 
         ``to_floor`` (default: as the option says) refines columns already at ``tol``
         on to the precision's floor. Returns ``(x, backward error of each column,
-        steps, what ran)``; never raises for accuracy (:meth:`solve` does).
+        steps, what ran)``; never raises for accuracy (:meth:`solve`'s verdict does).
         """
         x = self.apply_inverse(b, trans)
-        method, kw = self.refine
-        tol = kw.get("tol", default_tol(self.dtype))
+        rules = solve_policy.refinement_rules(self)
         op = self.operator(trans)
-        if method == "none":
+        if rules.method == "none":
             return x, backward_error(op, x, b, self.norm_a), 0, "none"
-        rounded = self.prep.scaled and not self.prep.exact  # B is not A up to exponents
-        needed = bool(self.perturbed_columns) or rounded or self.mixed
-        needed = needed or not self.exact or self.compressed
-        krylov = {"ir": None, "cg": "cg"}.get(method, "gmres")
-        if method == "auto" and self.kind.definite and not self.mixed:
-            krylov = "cg"
-        if method == "auto" and self.compressed:
-            # GMRES straight away: it minimises the residual over the Krylov space the
-            # compressed factors' solves span, where iterative refinement would only
-            # take the last of them.
-            krylov = "gmres"
-            kw = {**kw, "ir_steps": 0}
         return refine(
             op,
             lambda R: self.apply_inverse(R, trans, overwrite=True),
             b,
             x,
             self.norm_a,
-            tol,
-            kw.get("maxiter", 10),
-            krylov,
-            always=(method != "auto" or needed) if to_floor is None else to_floor,
-            ir_steps=kw.get("ir_steps"),
+            rules.tol,
+            rules.maxiter,
+            rules.krylov,
+            always=rules.always if to_floor is None else to_floor,
+            ir_steps=rules.ir_steps,
         )
+
+    @cached_property
+    def refined_condition(self):
+        """``(estimate of κ₁(A), worst backward error)`` from refined solves, made on
+        first use and kept (once per factorization): see
+        :func:`~pastixpy.solve_policy.refined_condition`, which words the warnings of
+        solves with perturbed pivots from it."""
+        return solve_policy.refined_condition(self)
 
     def apply_inverse(self, R, trans, overwrite=False):
         """x = A⁻¹ R (or A⁻ᵀ, A⁻ᴴ) with the factors, no refinement. R: (n, k) in A's dtype.
@@ -377,236 +314,6 @@ class Solver:
         unsymmetric = self.kind.two_factors or not self.exact
         return MatrixOperator(self.C, trans, self.kind.hermitian, unsymmetric)
 
-    def matvec(self, X, trans):
-        return self.operator(trans).matvec(X)
-
-    # ------------------------------------------------------------------ diagnosis
-
-    def probe(self):
-        """Whether refinement reaches its tolerance on a system with a known solution.
-
-        b = A x₀ for a fixed random x₀ lies in A's range even when A is singular, so
-        a failure here is the factorization's (static pivoting defeated refinement,
-        single-precision factors too inaccurate), not the right-hand side's. One step
-        of iterative refinement that shrinks the error by :data:`PROBE_CONTRACTION` or
-        more settles it (the steps that follow shrink it as much); otherwise the
-        refinement runs as a solve's would.
-        """
-        x0 = self._known_solution(0)
-        b = np.ascontiguousarray(self.C @ x0)
-        tol = self.refine[1].get("tol", default_tol(self.dtype))
-        op = self.operator("N")
-        with blas_threads(self.threads), np.errstate(all="ignore"):
-            x = self.apply_inverse(b.copy(), "N")
-            if (backward_error(op, x, b, self.norm_a) <= tol).all():
-                return True
-            r = np.ascontiguousarray(b - op.matvec(x))
-            x1 = x + self.apply_inverse(r, "N", overwrite=True)
-            # Without perturbed pivots the factored matrix is a near copy of a nonsingular
-            # A, and the error shrinks by as much at each step. (Perturbed pivots may
-            # come from a singular A, whose error need not go to zero.)
-            shrink = np.abs(x1 - x0).max() / np.abs(x - x0).max()
-            if shrink <= PROBE_CONTRACTION and not self.perturbed_columns:
-                return True
-            if (backward_error(op, x1, b, self.norm_a) <= tol).all():
-                return True
-            _, berr, _, _ = self.refined(b, "N", to_floor=False)
-        return bool((berr <= tol).all())
-
-    def _known_solution(self, seed):
-        """A fixed random (n, 1) x₀ in A's dtype, for a system b = A x₀ in A's range."""
-        rng = np.random.default_rng(seed)
-        x0 = rng.standard_normal((self.n, 1))
-        if np.iscomplexobj(np.empty(0, self.dtype)):
-            x0 = x0 + 1j * rng.standard_normal((self.n, 1))
-        return x0.astype(self.dtype)
-
-    def contraction(self, steps=3):
-        """How much one step of iterative refinement shrinks the error, at worst.
-
-        Solves A x = A x₀ for a fixed random x₀, so that the error of each step is
-        known exactly, and returns the largest ratio of successive error norms over
-        ``steps`` steps (while the error is above the precision's floor; 0 when the
-        first solve is already there). The step's error map is I - M⁻¹A = M⁻¹E, M
-        the factored matrix and E = M - A what static pivoting and rounding changed:
-        a ratio well below 1 bounds its spectral radius, which proves A + sE
-        nonsingular for every s in [0, 1], so that A and M have the same inertia.
-        """
-        x0 = self._known_solution(1)
-        b = np.ascontiguousarray(self.C @ x0)
-        floor = 100 * np.finfo(self.dtype).eps * np.abs(x0).max()
-        worst = 0.0
-        with blas_threads(self.threads), np.errstate(all="ignore"):
-            x = self.apply_inverse(b.copy(), "N")
-            err = np.abs(x - x0).max()
-            for _ in range(steps):
-                if not np.isfinite(err):
-                    return np.inf
-                if err <= floor:
-                    break
-                r = b - self.matvec(x, "N")
-                x = x + self.apply_inverse(np.ascontiguousarray(r), "N")
-                new = np.abs(x - x0).max()
-                worst = max(worst, new / err)
-                err = new
-        return float(worst) if np.isfinite(err) else np.inf
-
-    def condition_estimate(self):
-        """Estimate of κ₁(A) = ‖A‖₁ ‖A⁻¹‖₁ (Hager and Higham's estimator, a few solves)."""
-        n = self.n
-        norm1 = float(abs(self.C).sum(axis=0).max())
-        inv = sla.LinearOperator(
-            (n, n),
-            matvec=lambda v: self.apply_inverse(_column(v, self.dtype), "N")[:, 0],
-            rmatvec=lambda v: self.apply_inverse(_column(v, self.dtype), "H")[:, 0],
-            matmat=lambda V: self.apply_inverse(np.ascontiguousarray(V, self.dtype), "N"),
-            rmatmat=lambda V: self.apply_inverse(np.ascontiguousarray(V, self.dtype), "H"),
-            dtype=self.dtype,
-        )
-        with np.errstate(all="ignore"):
-            est = sla.onenormest(inv) if n > 4 else np.abs(_dense_inverse(inv, n)).sum(0).max()
-        return float(norm1 * est) if np.isfinite(est) else np.inf
-
-    def _failure(self, worst, tol, trans):
-        """The SingularMatrixError for a solve that refinement left at ``worst`` > ``tol``."""
-        if self.perturbed_columns:
-            return SingularMatrixError(
-                f"the matrix is numerically singular: refinement reached a backward error "
-                f"of {worst:.2e}, not {tol:.0e}. {self.perturbed_message()}. Check the "
-                "model (constraints, boundary conditions) or use a least-squares solver",
-                columns=self.perturbed_columns,
-            )
-        eps = np.finfo(self.dtype).eps
-        if worst <= PRECISION_FLOOR * eps:
-            return SingularMatrixError(
-                f"the solve reached a backward error of {worst:.2e}, the limit of "
-                f"{self.dtype} (unit roundoff {eps:.1e}), but tol={tol:.0e} asks for less: "
-                f"give a tol of at least {PRECISION_FLOOR * eps:.0e}"
-            )
-        cond = self.condition_estimate()
-        eps_f = np.finfo(self.factors.dtype).eps
-        if self.mixed and cond * eps_f >= 1:
-            # Past 1/eps of the factors' precision the estimate only says that they
-            # factor a singular matrix (a roundoff-sized pivot that Cholesky took as
-            # positive), and the factorization's check showed that b's in A's range
-            # solve: a nonsingular A that ill-conditioned would have failed it.
-            return SingularMatrixError(
-                f"the matrix is numerically singular and b is not in its range: the solve "
-                f"reached a backward error of {worst:.2e}, not {tol:.0e}, and the condition "
-                f"number estimated from the {self.factors.dtype} factors, {cond:.1e}, is past "
-                f"1/eps = {1 / eps_f:.1e} of their precision. Check that b satisfies the "
-                "model's compatibility conditions, or use a least-squares solver; "
-                "precision='double' tells a singular matrix from one too ill-conditioned "
-                "for single-precision factors"
-            )
-        if cond * eps >= ILL_CONDITIONED:
-            return SingularMatrixError(
-                f"the solve reached a backward error of {worst:.2e}, not {tol:.0e}: the matrix "
-                f"is too ill-conditioned for this precision (condition number about "
-                f"{cond:.1e}, unit roundoff {eps:.1e}), and refinement could not recover what "
-                "the factorization lost; use float64/complex128 or scale it"
-            )
-        return SingularMatrixError(
-            f"the solve reached a backward error of {worst:.2e}, not {tol:.0e}, although "
-            f"the matrix is not ill-conditioned (condition number about {cond:.1e}): the "
-            f"{self.kind.name} factorization lost accuracy to element growth in its pivots. "
-            "Try kind='lu', refine='gmres', or float64/complex128"
-        )
-
-    @cached_property
-    def refined_condition(self):
-        """``(estimate of κ₁(A), worst backward error)`` of Hager–Higham's estimator run
-        on refined solves (once per factorization, made on first use).
-
-        Where pivots were perturbed the factors invert a perturbed matrix, whose norm of
-        inverse is about 1/pivot_tol whatever A's: refined to ``tol``, each solve applies
-        A⁻¹ itself. A singular A shows either way: the estimator's right-hand sides are
-        not in its range, so their refinement fails (a backward error above ``tol``) or
-        the estimate is past 1/eps.
-        """
-        n = self.n
-        norm1 = float(abs(self.C).sum(axis=0).max())
-        method, kw = self.refine
-        tol = kw.get("tol", default_tol(self.dtype))
-        # k perturbed pivots change the factored matrix by rank k: GMRES on a
-        # well-conditioned A converges in about k + 1 iterations, and a singular A's
-        # estimate is settled by its first failed solve, so neither need the option's
-        # whole budget.
-        cap = -(-(2 * len(self.perturbed_columns) + 10) // 10)
-        solver = replace(self, refine=(method, {**kw, "maxiter": min(kw.get("maxiter", 10), cap)}))
-        worst = [0.0]
-
-        def solve(V, trans):
-            x, berr, _, _ = solver.refined(
-                np.ascontiguousarray(np.asarray(V, dtype=self.dtype).reshape(n, -1)),
-                trans,
-                to_floor=False,
-            )
-            worst[0] = max(worst[0], float(berr.max()) if berr.size else 0.0)
-            if worst[0] > tol:
-                raise _Unsolved
-            # ‖A‖₁‖x‖₁/‖v‖₁ bounds κ₁ from below: past the threshold, the verdict is in.
-            with np.errstate(all="ignore"):
-                lower = norm1 * np.abs(x).sum(axis=0) / np.abs(V).reshape(n, -1).sum(axis=0)
-            if lower.max() * np.finfo(self.dtype).eps >= ILL_CONDITIONED:
-                raise _Unsolved(float(lower.max()))
-            return x
-
-        inv = sla.LinearOperator(
-            (n, n),
-            matvec=lambda v: solve(v, "N")[:, 0],
-            rmatvec=lambda v: solve(v, "H")[:, 0],
-            matmat=lambda V: solve(V, "N"),
-            rmatmat=lambda V: solve(V, "H"),
-            dtype=self.dtype,
-        )
-        try:
-            with blas_threads(self.threads), np.errstate(all="ignore"):
-                est = (
-                    sla.onenormest(inv, t=1, itmax=3)
-                    if n > 4
-                    else np.abs(_dense_inverse(inv, n)).sum(0).max()
-                )
-        except _Unsolved as stop:
-            return (stop.args[0] if stop.args else np.inf), worst[0]
-        return (float(norm1 * est) if np.isfinite(est) else np.inf), worst[0]
-
-    def perturbed_warning(self, worst):
-        """The warning of a solve that perturbed pivots did not stop, worded from a
-        condition estimate (:attr:`refined_condition`): "may be singular" only where
-        the estimate says so."""
-        cond, berr = self.refined_condition
-        tol = self.refine[1].get("tol", default_tol(self.dtype))
-        eps = np.finfo(self.dtype).eps
-        if berr > tol:
-            return (
-                f"{self._perturbed_pivots()}: the matrix may be singular or nearly so "
-                f"(refinement could not solve the condition estimate's systems to {tol:.0e}); "
-                f"the solution reached backward error {worst:.1e}"
-            )
-        if cond * eps < ILL_CONDITIONED:
-            return (
-                f"{self._perturbed_pivots()}, although the matrix is well conditioned "
-                f"(condition number about {cond:.1e}): refinement recovered the accuracy, "
-                f"the solution reached backward error {worst:.1e}"
-            )
-        return (
-            f"{self._perturbed_pivots()}: the matrix may be singular or nearly so (condition "
-            f"number at least {cond:.1e}); the solution reached backward error {worst:.1e}"
-        )
-
-    def _perturbed_pivots(self):
-        cols = self.perturbed_columns
-        shown = ", ".join(map(str, cols[:10]))
-        more = f" and {len(cols) - 10} more" if len(cols) > 10 else ""
-        return (
-            f"{len(cols)} pivot(s) smaller than {self.pivot_tol:.2e} were perturbed (static "
-            f"pivoting) at column(s) {shown}{more}"
-        )
-
-    def perturbed_message(self):
-        return self._perturbed_pivots() + ": the matrix may be singular or nearly so"
-
 
 #: Single precision's comfortable range for a right-hand side's largest magnitude: the
 #: solve's products may grow it by the factors' norms (order 1 after scaling) without
@@ -656,19 +363,6 @@ def into_range(b, dtype):
         return b.astype(dtype, copy=False), None
     scales = _binary_scales(top)
     return (b * scales).astype(dtype), scales
-
-
-class _Unsolved(Exception):
-    """The condition estimate's verdict is in before its end: a refined solve missed its
-    tolerance, or (with the lower bound on κ₁ as argument) showed κ₁ past the threshold."""
-
-
-def _column(v, dtype):
-    return np.ascontiguousarray(np.asarray(v, dtype=dtype).reshape(-1, 1))
-
-
-def _dense_inverse(op, n):
-    return op.matmat(np.eye(n))
 
 
 def pivot_order_gathers(prep, perm, iperm, dtype):

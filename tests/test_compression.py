@@ -21,11 +21,10 @@ from pastixpy import _numeric
 from pastixpy.analysis import analyze
 from pastixpy.cli import main
 from pastixpy.compression import Compression, parse_compress, rank_histogram
-from pastixpy.errors import OptionError
+from pastixpy.errors import OptionError, PastixWarning
 from pastixpy.gallery import laplacian
 from pastixpy.kinds import KINDS
 from pastixpy.numeric import AssemblyMap, PanelLayout, factorize_numeric
-from pastixpy.solve import PastixWarning
 
 # Small problems compress only with small tiles: every cblk at least 16 wide is
 # compressed, every blok at least 4 tall may be low-rank at any rank.

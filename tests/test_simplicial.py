@@ -133,16 +133,16 @@ def test_column_intersection_adjacency_is_ata(n, density, seed):
 
 
 def spy_on_path(monkeypatch):
-    """Record each simplicial.solve's outcome (the path's x, or None)."""
+    """Record each simplicial.solve_small's outcome (the path's x, or None)."""
     seen = []
-    real = simplicial.solve
+    real = simplicial.solve_small
 
     def spy(*args, **kwargs):
         x = real(*args, **kwargs)
         seen.append(x is not None)
         return x
 
-    monkeypatch.setattr(simplicial, "solve", spy)
+    monkeypatch.setattr(simplicial, "solve_small", spy)
     return seen
 
 
@@ -250,7 +250,7 @@ def test_saddle_point_tries_the_unsymmetric_strategy():
     F = simplicial.factor(A)
     assert F is not None and F.strategy == "unsymmetric"
     b = np.ones(A.shape[0])
-    assert backward_error(A, simplicial.solve(A, b), b).max() < 1e-12
+    assert backward_error(A, simplicial.solve_small(A, b), b).max() < 1e-12
 
 
 def test_refinement_that_cannot_reach_the_tolerance_goes_to_the_pipeline(monkeypatch):
@@ -279,7 +279,7 @@ def test_size_limits_by_pattern(monkeypatch):
     F = simplicial.factor(U)
     assert F is not None and F.strategy == "unsymmetric"
     b = np.ones(n)
-    assert backward_error(U, simplicial.solve(U, b), b).max() < 1e-12
+    assert backward_error(U, simplicial.solve_small(U, b), b).max() < 1e-12
     assert simplicial.factor(canonical_csc(laplacian((15, 15)))) is None
 
 
@@ -292,7 +292,7 @@ def test_shared_matrices_solve_to_the_tolerance(name):
     if C.dtype not in (np.float64, np.complex128):
         pytest.skip("single precision takes the pipeline")
     b = np.ones(C.shape[0], dtype=C.dtype)
-    x = simplicial.solve(C, b)
+    x = simplicial.solve_small(C, b)
     if x is not None:
         assert backward_error(C, x, b).max() <= 1e-12
 
@@ -303,6 +303,6 @@ def test_badly_scaled_shared_matrices_take_the_path(name):
     orders); the equilibrated one does not, and the path keeps them."""
     C = canonical_csc(load_shared(name))
     b = np.ones(C.shape[0])
-    x = simplicial.solve(C, b)
+    x = simplicial.solve_small(C, b)
     assert x is not None
     assert backward_error(C, x, b).max() <= 1e-12

@@ -237,6 +237,9 @@ class DistributedFactorization:
     def solve(self, b, trans="N"):
         """Solve A x = b (collective).
 
+        The collective form of :meth:`pastixpy.Factorization.solve`: every rank calls
+        it, rank 0's factorization solves and the other ranks serve their factors.
+
         Parameters
         ----------
         b : array_like or None

@@ -154,7 +154,7 @@ class RowFit:
     ``Σ_t |targets[i, t] − Σ_{j∈J_i} w_j samples[j, t]|² + mu s_i ‖w − prior_i‖²``, where
     ``s_i`` is the mean squared size of the samples on J_i (so that ``mu`` is relative).
     The normal equations' matrices do not depend on the prior: they are formed and
-    inverted once, and each :meth:`solve` with a new prior is a batch of small products.
+    inverted once, and each :meth:`weights` with a new prior is a batch of small products.
 
     Parameters
     ----------
@@ -193,7 +193,7 @@ class RowFit:
                 )
                 self.groups.append((where.astype(np.int32), inverse, rhs, mu * scale))
 
-    def solve(self, prior=None):
+    def weights(self, prior=None):
         """The weights, aligned with the pattern's entries; ``prior`` likewise."""
         out = np.zeros(self.nnz, self.dtype)
         for where, Ginv, rhs, pull in self.groups:
@@ -211,7 +211,7 @@ def fit_rows(pattern, targets, samples, prior=None, mu=0.0):
     ndarray (pattern.nnz,)
         The weights, aligned with the pattern's entries.
     """
-    return RowFit(pattern, targets, samples, mu).solve(prior)
+    return RowFit(pattern, targets, samples, mu).weights(prior)
 
 
 def cap_pattern(pattern, scores, max_entries):
@@ -292,11 +292,11 @@ def interpolation(A, splitting, V, name, params):
         fit = RowFit(pattern, Vf, Vc, params["mu"])
         # The first prior is one Jacobi step from zero, −D_ff⁻¹ A_fc; each further step
         # is a Jacobi step on A_ff W = −A_fc from the last fit.
-        data = fit.solve(values_on_pattern(-(dinv @ Afc), pattern))
+        data = fit.weights(values_on_pattern(-(dinv @ Afc), pattern))
         for _ in range(params["steps"]):
             W = sp.csr_array((data, pattern.indices, pattern.indptr), shape=pattern.shape)
             target = W - dinv @ (Afc + Aff @ W)
-            data = fit.solve(values_on_pattern(target, pattern))
+            data = fit.weights(values_on_pattern(target, pattern))
             del W, target
         # Where A_ff has no off-diagonal entry in a row, the ideal row is -a_fc / a_ii,
         # inside the distance-1 pattern: take it exactly.
