@@ -144,7 +144,7 @@ def run_refactorization(state, C, options):
     """Run the pipeline again for C, of the pattern ``state`` was made for (the handle
     checked it): the analysis, the assembly map, the row matching and the 2x2 pairs are
     kept."""
-    exact = check_kind(state.kind, C, symmetry_of(C), "refactorize", stacklevel=5)
+    exact = check_kind(state.kind, C, symmetry_of(C), "refactorize", stacklevel=4)
     state.solver = None  # the previous factors go first: one factor in memory at a time
     work = options.working_dtype(C.dtype)
     if work != C.dtype:
@@ -187,7 +187,7 @@ def check(C, options):
     _check_refine_tol(options, C.dtype)
     symmetry = symmetry_of(C)
     kind, reason = _chosen_kind(C, symmetry, options)
-    exact = check_kind(kind, C, symmetry, "factorize", stacklevel=6)
+    exact = check_kind(kind, C, symmetry, "factorize", stacklevel=5)
     check_structural_rank(C)
     return Checked(kind, reason, exact, symmetry)
 
