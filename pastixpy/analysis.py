@@ -14,8 +14,9 @@ from .clusters import cluster_supernodes
 from .errors import OptionError, PastixError
 from .kinds import KINDS
 from .matrix import canonical_csc, compact_index, matrix_symmetry, symmetric_pattern
-from .options import KIND_CHOICES, available_cores, parse_option
+from .options import KIND_CHOICES, parse_option
 from .ordering import Ordering, check_pairs, keep_pairs_adjacent, order
+from .runtime import available_cores
 from .symbolic import (
     EliminationTree,
     SymbolMatrix,

@@ -8,7 +8,6 @@ solve plans of their cblks), and exchange fan-in sums and solved rows as
 tagged with the cblk they belong to; sends never block.
 """
 
-import os
 import time
 from dataclasses import dataclass, field
 
@@ -16,7 +15,7 @@ import numpy as np
 
 from .. import _numeric
 from ..numeric.factors import Pivots
-from ..numeric.threads import blas_threads, kernel_threads
+from ..runtime import blas_threads, kernel_threads, peak_memory
 from .schedule import Schedule
 
 
@@ -421,15 +420,3 @@ class RankFactors:
         for r, part in enumerate(comm.allgather(mine)):
             X[np.repeat(schedule.owner == r, np.diff(fcol))] = part
         return X
-
-
-def peak_memory():
-    """This process's peak resident memory in bytes (Linux), else None."""
-    try:
-        with open(f"/proc/{os.getpid()}/status") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None

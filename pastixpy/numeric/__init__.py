@@ -6,14 +6,14 @@ Works in pivot order on an already preprocessed matrix B (scaled, rows matched);
 - :mod:`.layout`: the block structure as the kernels read it, the assembly map, the
   solves' split over threads;
 - :mod:`.factorize`: storage for the panels and the factorization itself;
-- :mod:`.factors`: the factors and what is read from them (solves, diagonal, D);
-- :mod:`.threads`: BLAS and OpenMP threads around the kernels.
+- :mod:`.factors`: the factors and what is read from them (solves, diagonal, D).
+
+Threads and memory release come from :mod:`pastixpy.runtime`.
 """
 
-from .factorize import PARALLEL_MIN_FLOPS, factorize_numeric, is_small, release_free_memory
+from .factorize import PARALLEL_MIN_FLOPS, factorize_numeric, is_small
 from .factors import Factors, Pivots, parity
 from .layout import AssemblyMap, PanelLayout, SolvePlan
-from .threads import blas_threads
 
 __all__ = [
     "PARALLEL_MIN_FLOPS",
@@ -22,9 +22,7 @@ __all__ = [
     "PanelLayout",
     "Pivots",
     "SolvePlan",
-    "blas_threads",
     "factorize_numeric",
     "is_small",
     "parity",
-    "release_free_memory",
 ]

@@ -7,8 +7,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import _numeric
+from ..runtime import blas_threads, kernel_threads
 from ..symbolic import ReadOnlyArrays
-from .threads import blas_threads, kernel_threads
 
 
 @dataclass(frozen=True)
