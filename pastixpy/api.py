@@ -24,8 +24,8 @@ from .errors import (
 )
 from .kinds import KINDS, auto_kind, check_kind, indefinite_kind
 from .matrix import canonical_csc, symmetry_of
-from .numeric import parity
 from .options import Options
+from .permutation import parity
 from .preprocess import check_structural_rank
 from .runtime import blas_threads
 from .solve import PastixWarning

@@ -26,6 +26,7 @@ from scipy.sparse.csgraph import connected_components, reverse_cuthill_mckee
 from ._graph import farthest_vertex, indistinguishable_groups, quotient_adjacency
 from .errors import InvalidInputError, OptionError
 from .options import parse_option
+from .permutation import check_permutation, expand_permutation, inverse_permutation
 
 #: Accepted ordering names and the parameters each accepts.
 ORDERINGS = {
@@ -113,43 +114,6 @@ class Ordering:
     def iperm(self):
         """Inverse permutation: ``iperm[i]`` is the pivot position of original index i."""
         return inverse_permutation(self.perm)
-
-
-def inverse_permutation(perm):
-    """Inverse of a permutation array, as int64."""
-    iperm = np.empty_like(perm)
-    iperm[perm] = np.arange(perm.size, dtype=perm.dtype)
-    return iperm
-
-
-def check_permutation(p, n, argname="ordering"):
-    """Validate a user permutation of range(n) and return it as int64.
-
-    Raises
-    ------
-    InvalidInputError
-        Wrong length, non-integer values, out of range, or a repeated index.
-    """
-    p = np.asarray(p)
-    if p.ndim != 1 or p.shape[0] != n:
-        raise InvalidInputError(
-            f"{argname} must be a permutation of range({n}) (1-D, length {n}); got shape {p.shape}"
-        )
-    if p.dtype.kind not in "iu":
-        if p.dtype.kind == "f" and np.all(np.isfinite(p)) and np.all(p == np.round(p)):
-            p = p.astype(np.int64)
-        else:
-            raise InvalidInputError(f"{argname} must hold integers, got dtype {p.dtype}")
-    p = p.astype(np.int64)
-    if n and (p.min() < 0 or p.max() >= n):
-        raise InvalidInputError(f"{argname} has values outside range({n})")
-    seen = np.bincount(p, minlength=n)
-    if n and seen.max() > 1:
-        raise InvalidInputError(
-            f"{argname} is not a permutation: index {int(np.argmax(seen))} appears "
-            f"{int(seen.max())} times and {int(np.sum(seen == 0))} indices are missing"
-        )
-    return p
 
 
 def order(xadj, adjncy, ordering="auto", pairs=None, *, cost=None, threads=1):
@@ -475,13 +439,6 @@ def quotient_graph(xadj, adjncy, groups, ngroups):
     np.cumsum(weights, out=mptr[1:])
     qxadj, qadjncy = quotient_adjacency(ngroups, xadj, adjncy, groups, members, mptr)
     return qxadj, qadjncy, weights
-
-
-def expand_permutation(qperm, groups, ngroups):
-    """Order the members of each group consecutively, in the group order ``qperm``."""
-    rank = np.empty(ngroups, dtype=np.int64)
-    rank[qperm] = np.arange(ngroups, dtype=np.int64)
-    return np.argsort(rank[groups], kind="stable").astype(np.int64)
 
 
 def check_pairs(pairs, n, xadj, adjncy):

@@ -25,7 +25,7 @@ import scipy.sparse.linalg as sla
 from . import _numeric
 from .errors import OutOfMemoryError, PastixWarning, SingularMatrixError
 from .memory import headroom
-from .ordering import inverse_permutation
+from .permutation import inverse_permutation
 from .refine import backward_error, refine
 from .runtime import blas_threads
 

@@ -12,7 +12,7 @@ Threads and memory release come from :mod:`pastixpy.runtime`.
 """
 
 from .factorize import PARALLEL_MIN_FLOPS, factorize_numeric, is_small
-from .factors import Factors, Pivots, parity
+from .factors import Factors, Pivots
 from .layout import AssemblyMap, PanelLayout, SolvePlan
 
 __all__ = [
@@ -24,5 +24,4 @@ __all__ = [
     "SolvePlan",
     "factorize_numeric",
     "is_small",
-    "parity",
 ]
