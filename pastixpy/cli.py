@@ -307,7 +307,7 @@ def _solve(args, A, b, comm=None):
         if bar is not None:
             bar.close()
     stats = dict(F.stats, total_seconds=time.perf_counter() - t0)
-    peak = peak_memory()
+    peak = peak_memory()  # the command's own: it runs in a fresh process
     if peak is not None:
         stats["peak_memory_bytes"] = peak
     stats["warnings"] = [str(w.message) for w in caught]
