@@ -13,7 +13,7 @@ import numpy as np
 
 import pastixpy
 from pastixpy.gallery import laplacian
-from pastixpy.options import available_cores
+from pastixpy.runtime import available_cores
 
 A = laplacian((40, 40, 40))
 rng = np.random.default_rng(0)

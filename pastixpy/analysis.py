@@ -14,8 +14,10 @@ from .clusters import cluster_supernodes
 from .errors import OptionError, PastixError
 from .kinds import KINDS
 from .matrix import canonical_csc, compact_index, matrix_symmetry, symmetric_pattern
-from .options import KIND_CHOICES, available_cores, parse_option
-from .ordering import Ordering, check_pairs, keep_pairs_adjacent, order
+from .options import KIND_CHOICES, parse_option
+from .ordering import Ordering, order
+from .ordering_methods import check_pairs, keep_pairs_adjacent
+from .runtime import Allowance
 from .symbolic import (
     EliminationTree,
     SymbolMatrix,
@@ -183,6 +185,7 @@ def analyze(
     clusters=None,
     pairs=None,
     threads=None,
+    allowance=None,
 ):
     """Analyse the sparsity pattern of A: ordering, symbolic factorization, block structure.
 
@@ -235,6 +238,10 @@ def analyze(
         Cores for the METIS runs (the runs after the first in forked processes,
         on Linux); default: the cores available. With one, METIS runs once
         unless ``ufactor`` lists several values.
+    allowance : pastixpy.runtime.Allowance, optional
+        Internal: what this process may do, in place of ``threads``'s
+        :meth:`~pastixpy.runtime.Allowance.process` (rank 0 of a distributed run
+        passes an MPI rank's, which never forks).
 
     Returns
     -------
@@ -299,8 +306,9 @@ def analyze(
             cheapest.update(perm=perm, tree=tree)
         return tree.flops
 
-    threads = available_cores() if threads is None else threads
-    ordered = order(xadj, adjncy, ordering, pairs, cost=flops, threads=threads)
+    if allowance is None:
+        allowance = Allowance.process(threads)
+    ordered = order(xadj, adjncy, ordering, pairs, cost=flops, allowance=allowance)
     if pairs is not None:
         ordered = replace(ordered, perm=keep_pairs_adjacent(ordered.perm, pairs))
     lap("ordering")

@@ -15,6 +15,7 @@ from .distributed.numeric import wait_for_all
 from .errors import PastixError
 from .io import check_writable, read_dense, read_matrix, write_dense
 from .ordering import ORDERINGS
+from .runtime import peak_memory
 
 KIND_CHOICES = ["auto", "llt", "ldlt", "ldlh", "lu"]
 PRECISION_CHOICES = ["auto", "double", "single", "mixed"]
@@ -306,7 +307,7 @@ def _solve(args, A, b, comm=None):
         if bar is not None:
             bar.close()
     stats = dict(F.stats, total_seconds=time.perf_counter() - t0)
-    peak = _peak_memory()
+    peak = peak_memory()  # the command's own: it runs in a fresh process
     if peak is not None:
         stats["peak_memory_bytes"] = peak
     stats["warnings"] = [str(w.message) for w in caught]
@@ -327,17 +328,6 @@ def _inputs(args):
     else:
         b = A @ np.ones(A.shape[1], dtype=A.dtype)
     return A, b
-
-
-def _peak_memory():
-    """This process's peak resident memory in bytes (the command's own: it is a fresh
-    process), or None where the platform does not say."""
-    try:
-        import resource
-    except ImportError:  # not on Windows
-        return None
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return int(peak) * (1 if sys.platform == "darwin" else 1024)
 
 
 def _compress_option(args):

@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 
 from .errors import PastixError, PastixWarning
-from .numeric import parity
+from .permutation import parity
 from .solve_policy import contraction, perturbed_message
 
 #: :func:`inertia` counts perturbed pivots by their signs when one step of iterative

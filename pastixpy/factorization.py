@@ -16,7 +16,8 @@ import scipy.sparse.linalg as sla
 from . import determinants, pipeline
 from .errors import InvalidInputError, PastixError, PatternMismatchError
 from .matrix import canonical_csc
-from .numeric import ONE_PROCESS, blas_threads
+from .numeric import ONE_PROCESS
+from .runtime import blas_threads
 
 __all__ = ["Factorization", "check_rhs"]
 

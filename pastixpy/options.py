@@ -1,8 +1,7 @@
-"""One grammar for options: ``'name'`` or ``('name', {kwargs})``, parsed in one place; the
-default of the ``threads`` options; factorize's options as one validated record."""
+"""One grammar for options: ``'name'`` or ``('name', {kwargs})``, parsed in one place;
+factorize's options as one validated record."""
 
 import inspect
-import os
 from dataclasses import dataclass
 from numbers import Integral, Real
 
@@ -11,13 +10,6 @@ import numpy as np
 from .compression import parse_compress
 from .errors import InvalidInputError, OptionError
 from .kinds import KINDS
-
-
-def available_cores():
-    """Cores this process may run on: the default of every ``threads`` option."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return os.cpu_count() or 1
 
 
 def parse_option(value, choices, argname):

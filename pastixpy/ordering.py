@@ -1,31 +1,38 @@
-"""Ordering phase: a fill-reducing permutation of the graph of A + Aᵀ.
+"""Ordering phase: a fill-reducing permutation of the graph of A + Aᵀ, and the policy
+that chooses it.
 
-Methods: nested dissection through METIS (``"metis"``), approximate minimum
-degree (``"amd"``, our kernel in ``ordering/amd.pyx``), reverse Cuthill-McKee
-(``"rcm"``), ``"natural"``, or a user permutation; ``"auto"`` (the default) is
-AMD on small graphs and, on the others, AMD or METIS, whichever is forecast to cost less
-ordering plus factorization time. Before METIS or AMD, vertices
-with identical closed adjacency (the unknowns of one node of a multi-dof mesh)
-are merged into one weighted vertex; the quotient graph is ordered and expanded.
-METIS runs once per balance tolerance in ``ufactor``; the caller's ``cost``
-(the analysis passes the factorization's flops) picks the ordering kept.
+Methods (computed in :mod:`pastixpy.ordering_methods`): nested dissection through
+METIS (``"metis"``), approximate minimum degree (``"amd"``, our kernel in
+``ordering/amd.pyx``), reverse Cuthill-McKee (``"rcm"``), ``"natural"``, or a user
+permutation. Before METIS or AMD, vertices with identical closed adjacency (the
+unknowns of one node of a multi-dof mesh) are merged into one weighted vertex; the
+quotient graph is ordered and expanded.
+
+The policy, here: ``"auto"`` (the default) is AMD on small graphs and, on the others,
+AMD or METIS, whichever is forecast to cost less ordering plus factorization time
+(:func:`nd_saving`, :func:`forecast_flops`). METIS runs once per balance tolerance in
+``ufactor`` (by default a second one, speculatively, where the process may fork and
+the factorization is forecast to be long); the caller's ``cost`` (the analysis passes
+the factorization's flops) picks the ordering kept.
 """
 
-import os
-import signal
-import sys
 import time
-import warnings
 from dataclasses import dataclass, field
-from numbers import Integral
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components, reverse_cuthill_mckee
 
-from ._graph import farthest_vertex, indistinguishable_groups, quotient_adjacency
-from .errors import InvalidInputError, OptionError
+from ._graph import farthest_vertex
 from .options import parse_option
+from .ordering_methods import (
+    amd_perm,
+    compress_graph,
+    metis_runs,
+    natural_perm,
+    parse_ufactors,
+    rcm_perm,
+)
+from .permutation import check_permutation, inverse_permutation
+from .runtime import Allowance
 
 #: Accepted ordering names and the parameters each accepts.
 ORDERINGS = {
@@ -35,9 +42,6 @@ ORDERINGS = {
     "rcm": set(),
     "natural": set(),
 }
-
-#: Compress the graph when it shrinks at least this much (METIS uses the same fraction).
-COMPRESSION_FRACTION = 0.85
 
 #: ``"auto"`` orders graphs of at most this many vertices (after compression) with AMD:
 #: below it, METIS costs several times AMD's time (more than the whole factorization of
@@ -115,44 +119,7 @@ class Ordering:
         return inverse_permutation(self.perm)
 
 
-def inverse_permutation(perm):
-    """Inverse of a permutation array, as int64."""
-    iperm = np.empty_like(perm)
-    iperm[perm] = np.arange(perm.size, dtype=perm.dtype)
-    return iperm
-
-
-def check_permutation(p, n, argname="ordering"):
-    """Validate a user permutation of range(n) and return it as int64.
-
-    Raises
-    ------
-    InvalidInputError
-        Wrong length, non-integer values, out of range, or a repeated index.
-    """
-    p = np.asarray(p)
-    if p.ndim != 1 or p.shape[0] != n:
-        raise InvalidInputError(
-            f"{argname} must be a permutation of range({n}) (1-D, length {n}); got shape {p.shape}"
-        )
-    if p.dtype.kind not in "iu":
-        if p.dtype.kind == "f" and np.all(np.isfinite(p)) and np.all(p == np.round(p)):
-            p = p.astype(np.int64)
-        else:
-            raise InvalidInputError(f"{argname} must hold integers, got dtype {p.dtype}")
-    p = p.astype(np.int64)
-    if n and (p.min() < 0 or p.max() >= n):
-        raise InvalidInputError(f"{argname} has values outside range({n})")
-    seen = np.bincount(p, minlength=n)
-    if n and seen.max() > 1:
-        raise InvalidInputError(
-            f"{argname} is not a permutation: index {int(np.argmax(seen))} appears "
-            f"{int(seen.max())} times and {int(np.sum(seen == 0))} indices are missing"
-        )
-    return p
-
-
-def order(xadj, adjncy, ordering="auto", pairs=None, *, cost=None, threads=1):
+def order(xadj, adjncy, ordering="auto", pairs=None, *, cost=None, allowance=None):
     """Compute a fill-reducing ordering of a symmetric graph.
 
     Parameters
@@ -169,15 +136,16 @@ def order(xadj, adjncy, ordering="auto", pairs=None, *, cost=None, threads=1):
         or more whose factorization is forecast to be long, and kept in view
         only if the first ordering costs at least :data:`METIS_SECOND_RUN_FLOPS`.
     pairs : (m, 2) int64 array, optional
-        Vertices METIS and AMD order as one (2x2 pivots); see :func:`keep_pairs_adjacent`.
+        Vertices METIS and AMD order as one (2x2 pivots); see
+        :func:`pastixpy.ordering_methods.keep_pairs_adjacent`.
     cost : callable, optional
         ``cost(perm)`` of a candidate permutation (the first of equals wins).
         Without it, only the first ``ufactor`` is used.
-    threads : int
-        Cores for the METIS runs. With two or more (on Linux), the runs after the
-        first go to forked child processes while this process runs the first:
-        pymetis holds the GIL, and METIS seeds libc's one random generator, so
-        threads would run one after another and mix their random streams.
+    allowance : pastixpy.runtime.Allowance, optional
+        What this process may do (default: one core, no fork). Where it may fork, up
+        to :attr:`~pastixpy.runtime.Allowance.children` METIS runs after the first
+        go to forked child processes while this process runs the first
+        (:func:`pastixpy.ordering_methods.metis_runs`).
 
     Returns
     -------
@@ -187,97 +155,115 @@ def order(xadj, adjncy, ordering="auto", pairs=None, *, cost=None, threads=1):
     if not isinstance(ordering, (str, tuple)):
         return Ordering(check_permutation(ordering, n), "user", n)
     name, kwargs = parse_option(ordering, ORDERINGS, "ordering")
+    allowance = Allowance.process(1) if allowance is None else allowance
     t0 = time.perf_counter()
     if name == "natural":
-        return Ordering(np.arange(n, dtype=np.int64), name, n, {"order": 0.0})
+        return Ordering(natural_perm(n), name, n, {"order": 0.0})
     if name == "rcm":
-        graph = sp.csr_array((np.ones(adjncy.size, dtype=np.int8), adjncy, xadj), shape=(n, n))
-        perm = reverse_cuthill_mckee(graph, symmetric_mode=True).astype(np.int64)
-        return Ordering(perm, name, n, {"order": time.perf_counter() - t0})
-
+        return Ordering(rcm_perm(xadj, adjncy), name, n, {"order": time.perf_counter() - t0})
     # METIS and AMD order the quotient graph of indistinguishable vertices.
-    groups, ngroups = indistinguishable_groups(n, xadj, adjncy)
     compress = kwargs.pop("compress", True)
-    explicit = "ufactor" in kwargs
-    ufactors = _ufactors(kwargs.pop("ufactor", METIS_UFACTORS))
-    if pairs is not None and pairs.size:
-        groups, ngroups = _merge_groups(groups, ngroups, pairs)
-    if (compress and ngroups <= COMPRESSION_FRACTION * n) or pairs is not None:
-        qxadj, qadjncy, weights = quotient_graph(xadj, adjncy, groups, ngroups)
-    else:
-        groups, ngroups = np.arange(n, dtype=np.int64), n
-        qxadj, qadjncy, weights = xadj, adjncy, None
-    t1 = time.perf_counter()
-    amd_first = name == "auto" and ngroups > AUTO_AMD_MAX and cost is not None
-    diameter = None
-    if amd_first and qadjncy.size:
-        diameter = pseudo_diameter(qxadj, qadjncy)
-        saving = nd_saving(qxadj, qadjncy, diameter)
-        nd_flops = forecast_flops(qxadj, qadjncy, n, diameter)
-        metis_seconds = METIS_SECONDS_PER_ENTRY * qadjncy.size
-        amd_first = nd_flops * saving / (1 - saving) / FACTOR_RATE < METIS_SURE * metis_seconds
-    if name == "auto" and not amd_first:
-        name = "amd" if ngroups <= AUTO_AMD_MAX or qadjncy.size == 0 else "metis"
-    if name in ("amd", "auto") or qadjncy.size == 0:
-        from ._amd import amd_order
-
-        amd_kwargs = {k: v for k, v in kwargs.items() if k in ORDERINGS["amd"]}
-        qperm = amd_order(qxadj, qadjncy, ngroups, weights=weights, **amd_kwargs)
-        perm = expand_permutation(qperm, groups, ngroups)
-        if not amd_first or qadjncy.size == 0:
-            seconds = {"compress": t1 - t0, "order": time.perf_counter() - t1}
-            return Ordering(perm, "amd", ngroups, seconds)
-        # "auto" on a large graph: AMD's ordering is kept unless nested dissection is
-        # forecast to save more factorization time than a METIS run costs.
-        amd_flops = cost(perm)
-        saving = amd_flops * nd_saving(qxadj, qadjncy, diameter) / FACTOR_RATE
-        if saving <= METIS_SECONDS_PER_ENTRY * qadjncy.size:
-            seconds = {"compress": t1 - t0, "order": time.perf_counter() - t1}
-            return Ordering(perm, "amd", ngroups, seconds, (({"method": "amd"}, amd_flops),))
-        name = "metis"
-    else:
-        perm = amd_flops = None
-    seed = int(kwargs.get("seed", 0))
-    concurrent = threads > 1 and sys.platform.startswith("linux")
-    speculate = (
-        concurrent
-        and cost is not None
-        and not explicit
-        and ngroups >= METIS_SECOND_RUN_MIN_VERTICES
-        and forecast_flops(qxadj, qadjncy, n, diameter) >= METIS_SECOND_RUN_FLOPS / 2
+    metis = _MetisRequest(
+        seed=kwargs.get("seed", 0),
+        ufactors=parse_ufactors(kwargs.get("ufactor", METIS_UFACTORS)),
+        explicit="ufactor" in kwargs,
     )
-    if cost is None or not (explicit or speculate):
+    graph = compress_graph(xadj, adjncy, pairs, compress)
+    clock = _Clock(t0, time.perf_counter())
+    amd_kwargs = {k: v for k, v in kwargs.items() if k in ORDERINGS["amd"]}
+    if name == "amd" or graph.empty:
+        return Ordering(amd_perm(graph, **amd_kwargs), "amd", graph.nv, clock.seconds())
+    if name == "metis":
+        return _metis(graph, metis, cost, allowance, clock)
+    return _auto(graph, amd_kwargs, metis, cost, allowance, clock)
+
+
+@dataclass(frozen=True)
+class _MetisRequest:
+    """METIS's parameters as asked: ``explicit`` when the caller gave ``ufactor``."""
+
+    seed: object
+    ufactors: tuple
+    explicit: bool
+
+
+@dataclass(frozen=True)
+class _Clock:
+    """Start of the ordering and end of the graph compression."""
+
+    start: float
+    compressed: float
+
+    def seconds(self):
+        """:attr:`Ordering.seconds`: ``compress``, and ``order`` until now."""
+        now = time.perf_counter()
+        return {"compress": self.compressed - self.start, "order": now - self.compressed}
+
+
+def _auto(graph, amd_kwargs, metis, cost, allowance, clock):
+    """``"auto"`` on a graph with edges: AMD on small graphs; on larger ones METIS at once
+    where nested dissection surely pays (:data:`METIS_SURE`), else AMD first, then
+    METIS only where its forecast saving exceeds a METIS run's cost, AMD's ordering
+    remaining a candidate. Without ``cost``, METIS on larger graphs."""
+    if graph.nv <= AUTO_AMD_MAX:
+        return Ordering(amd_perm(graph, **amd_kwargs), "amd", graph.nv, clock.seconds())
+    if cost is None:
+        return _metis(graph, metis, cost, allowance, clock)
+    diameter = pseudo_diameter(graph.xadj, graph.adjncy)
+    saving = nd_saving(graph.xadj, graph.adjncy, diameter)
+    nd_flops = forecast_flops(graph.xadj, graph.adjncy, graph.n, diameter)
+    metis_seconds = METIS_SECONDS_PER_ENTRY * graph.adjncy.size
+    if nd_flops * saving / (1 - saving) / FACTOR_RATE >= METIS_SURE * metis_seconds:
+        return _metis(graph, metis, cost, allowance, clock, diameter)
+    perm = amd_perm(graph, **amd_kwargs)
+    flops = cost(perm)
+    if flops * saving / FACTOR_RATE <= metis_seconds:
+        return Ordering(perm, "amd", graph.nv, clock.seconds(), (({"method": "amd"}, flops),))
+    return _metis(graph, metis, cost, allowance, clock, diameter, (perm, flops))
+
+
+def _metis(graph, metis, cost, allowance, clock, diameter=None, amd=None):
+    """METIS on a graph with edges, on the ufactors asked for or, by default, on
+    :data:`METIS_UFACTORS` as the second run's rules allow, and the cheapest ordering
+    kept (``amd``: AMD's ordering and its cost, from ``"auto"``, among the candidates)."""
+    seed, ufactors = int(metis.seed), metis.ufactors
+    speculate = (
+        allowance.may_fork
+        and cost is not None
+        and not metis.explicit
+        and graph.nv >= METIS_SECOND_RUN_MIN_VERTICES
+        and forecast_flops(graph.xadj, graph.adjncy, graph.n, diameter)
+        >= METIS_SECOND_RUN_FLOPS / 2
+    )
+    if cost is None or not (metis.explicit or speculate):
         ufactors = ufactors[:1]
-
-    def run(ufactor):
-        qperm = _metis(qxadj, qadjncy, weights, seed, ufactor)
-        return expand_permutation(qperm, groups, ngroups)
-
-    import pymetis  # noqa: F401  (imported before any fork: the children only call it)
-
-    children = threads - 1 if concurrent else 0
-    min_cost = 0 if explicit else METIS_SECOND_RUN_FLOPS
     # Runs the user asked for are all made; a speculative one that failed in its child
     # (out of memory, most likely) is dropped, not made again here.
-    perms, costs, done = _cheapest_runs(run, ufactors, cost, children, min_cost, explicit)
-    if amd_flops is not None and not costs:  # "auto" ran AMD first: it stays a candidate
+    perms, costs, done = metis_runs(
+        graph,
+        seed,
+        ufactors,
+        cost,
+        allowance.children,
+        min_cost=0 if metis.explicit else METIS_SECOND_RUN_FLOPS,
+        redo=metis.explicit,
+    )
+    if amd is not None and not costs:  # AMD ran first: it stays a candidate
         costs = [cost(perms[0])]
-    seconds = {"compress": t1 - t0, "order": time.perf_counter() - t1}
-    if len(costs) < 2 and amd_flops is None:
-        return Ordering(perms[0], name, ngroups, seconds)
+    seconds = clock.seconds()
+    if amd is None and len(costs) < 2:
+        return Ordering(perms[0], "metis", graph.nv, seconds)
     candidates = tuple(
         ({"seed": seed, "ufactor": ufactors[i]}, c) for i, c in zip(done, costs, strict=True)
     )
-    if amd_flops is not None:
-        best = int(np.argmin(costs))
-        if amd_flops < costs[best]:
-            return Ordering(
-                perm, "amd", ngroups, seconds, (({"method": "amd"}, amd_flops),) + candidates
-            )
-        return Ordering(
-            perms[best], name, ngroups, seconds, (({"method": "amd"}, amd_flops),) + candidates
-        )
-    return Ordering(perms[int(np.argmin(costs))], name, ngroups, seconds, candidates)
+    if amd is None:
+        return Ordering(perms[int(np.argmin(costs))], "metis", graph.nv, seconds, candidates)
+    perm, flops = amd
+    candidates = (({"method": "amd"}, flops),) + candidates
+    best = int(np.argmin(costs))
+    if flops < costs[best]:
+        return Ordering(perm, "amd", graph.nv, seconds, candidates)
+    return Ordering(perms[best], "metis", graph.nv, seconds, candidates)
 
 
 def pseudo_diameter(xadj, adjncy):
@@ -332,189 +318,3 @@ def forecast_flops(xadj, adjncy, n, diameter=None):
     if diameter is None:
         diameter = pseudo_diameter(xadj, adjncy)
     return ND_FLOPS_PER_CUBE * (n / max(diameter, 1)) ** 3
-
-
-#: Largest ``ufactor`` accepted: from 1000 on (a part twice the other) METIS's nested
-#: dissection did not finish on a 40³ grid; 999 took a hundred times the flops there.
-MAX_UFACTOR = 999
-
-
-def _ufactors(value):
-    """METIS's ``ufactor`` option as a tuple of ints in 1..MAX_UFACTOR."""
-    values = (value,) if isinstance(value, Integral) else value
-    try:
-        values = tuple(values)
-    except TypeError:
-        values = ()
-    if not values or not all(
-        isinstance(u, Integral) and not isinstance(u, bool) and 0 < u <= MAX_UFACTOR for u in values
-    ):
-        raise OptionError(
-            f"METIS's ufactor must be an integer in 1..{MAX_UFACTOR} or a sequence of them, "
-            f"got {value!r}; 200 is METIS's default, 100-600 the useful range (from 1000 on "
-            "METIS's nested dissection may not finish)"
-        )
-    return tuple(int(u) for u in values)
-
-
-def _metis(xadj, adjncy, weights, seed, ufactor):
-    """METIS's nested-dissection permutation of one (possibly weighted) graph."""
-    import pymetis
-
-    options = pymetis.Options(seed=seed, ufactor=ufactor)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        perm, _ = pymetis.nested_dissection(
-            pymetis.CSRAdjacency(xadj, adjncy), vweights=weights, options=options
-        )
-    return np.asarray(perm, dtype=np.int64)
-
-
-def _cheapest_runs(run, ufactors, cost, children, min_cost, redo=True):
-    """``run(u)`` for each ufactor and the ``cost`` of each result: the first run here
-    while up to ``children`` others run in forked processes (see :func:`order`). The
-    others count only if the first costs at least ``min_cost`` (then, with ``redo``, a
-    child that failed or had no process is run here; without, it is left out); else
-    the children are stopped. Returns the permutations, their costs and the indices
-    of their ufactors."""
-    started = {}
-    try:
-        for i in range(1, min(children + 1, len(ufactors))):
-            try:
-                started[i] = _start_child(lambda u=ufactors[i]: run(u))
-            except OSError:  # no process to spare (limits, memory)
-                break
-        perms = [run(ufactors[0])]
-        costs = [cost(perms[0])] if len(ufactors) > 1 else []
-        if not costs or costs[0] < min_cost:
-            return perms, costs, [0]
-        done = [0]
-        for i, u in enumerate(ufactors[1:], start=1):
-            perm = started.pop(i).wait() if i in started else None
-            if perm is None or perm.size != perms[0].size:
-                if not redo:
-                    continue
-                perm = run(u)
-            perms.append(perm)
-            costs.append(cost(perm))
-            done.append(i)
-        return perms, costs, done
-    finally:
-        for child in started.values():
-            child.kill()
-
-
-class _Child:
-    """A forked process computing an int64 array, sent back through a pipe."""
-
-    def __init__(self, pid, pipe):
-        self.pid, self.pipe = pid, pipe
-
-    def wait(self):
-        """The array, or None if the child failed."""
-        try:
-            with os.fdopen(self.pipe, "rb") as pipe:
-                data = pipe.read()
-        except BaseException:  # Ctrl-C while waiting: do not wait for METIS to finish
-            os.kill(self.pid, signal.SIGKILL)
-            raise
-        finally:
-            _, status = os.waitpid(self.pid, 0)
-        ok = status == 0 and len(data) % 8 == 0
-        return np.frombuffer(data, dtype=np.int64) if ok else None
-
-    def kill(self):
-        """Stop a child that will not be waited for (an exception in the parent)."""
-        os.kill(self.pid, signal.SIGKILL)
-        os.close(self.pipe)
-        os.waitpid(self.pid, 0)
-
-
-def _start_child(compute):
-    """Fork a child that writes ``compute()``'s int64 array to a pipe and exits."""
-    read_fd, write_fd = os.pipe()
-    try:
-        with warnings.catch_warnings():
-            # Python 3.12+ warns on fork with threads alive (BLAS, OpenMP pools): the child
-            # runs METIS's C code and writes to the pipe, touching no lock those threads hold.
-            warnings.simplefilter("ignore", DeprecationWarning)
-            pid = os.fork()
-    except OSError:
-        os.close(read_fd)
-        os.close(write_fd)
-        raise
-    if pid == 0:
-        status = 1
-        try:
-            os.close(read_fd)
-            data = memoryview(np.ascontiguousarray(compute(), dtype=np.int64)).cast("B")
-            while data:
-                data = data[os.write(write_fd, data) :]
-            status = 0
-        finally:
-            os._exit(status)
-    os.close(write_fd)
-    return _Child(pid, read_fd)
-
-
-def _merge_groups(groups, ngroups, pairs):
-    """Groups joined wherever a pair links two of them (connected components)."""
-    links = sp.coo_array(
-        (np.ones(pairs.shape[0], dtype=np.int8), (groups[pairs[:, 0]], groups[pairs[:, 1]])),
-        shape=(ngroups, ngroups),
-    )
-    ncomp, label = connected_components(links, directed=False)
-    return label[groups].astype(np.int64), ncomp
-
-
-def quotient_graph(xadj, adjncy, groups, ngroups):
-    """Graph whose vertices are the groups, weighted by their sizes."""
-    weights = np.bincount(groups, minlength=ngroups).astype(np.int64)
-    members = np.argsort(groups, kind="stable").astype(np.int64)
-    mptr = np.zeros(ngroups + 1, dtype=np.int64)
-    np.cumsum(weights, out=mptr[1:])
-    qxadj, qadjncy = quotient_adjacency(ngroups, xadj, adjncy, groups, members, mptr)
-    return qxadj, qadjncy, weights
-
-
-def expand_permutation(qperm, groups, ngroups):
-    """Order the members of each group consecutively, in the group order ``qperm``."""
-    rank = np.empty(ngroups, dtype=np.int64)
-    rank[qperm] = np.arange(ngroups, dtype=np.int64)
-    return np.argsort(rank[groups], kind="stable").astype(np.int64)
-
-
-def check_pairs(pairs, n, xadj, adjncy):
-    """Validate 2x2 pivot pairs: an (m, 2) int array of adjacent, distinct, unshared vertices."""
-    pairs = np.asarray(pairs)
-    if pairs.size == 0:
-        return np.empty((0, 2), dtype=np.int64)
-    if pairs.ndim != 2 or pairs.shape[1] != 2 or pairs.dtype.kind not in "iu":
-        raise InvalidInputError(f"pairs must be an (m, 2) integer array, got shape {pairs.shape}")
-    pairs = pairs.astype(np.int64)
-    if pairs.min() < 0 or pairs.max() >= n:
-        raise InvalidInputError(f"pairs hold an index outside 0..{n - 1}")
-    if np.unique(pairs).size != pairs.size:
-        raise InvalidInputError("pairs must not share a vertex or pair a vertex with itself")
-    graph = sp.csr_array((np.ones(adjncy.size, dtype=bool), adjncy, xadj), shape=(n, n))
-    apart = ~np.asarray(graph[pairs[:, 0], pairs[:, 1]]).ravel().astype(bool)
-    if apart.any():
-        a, b = pairs[np.argmax(apart)]
-        raise InvalidInputError(
-            f"pair ({a}, {b}) is not an entry of A: only coupled unknowns can form a 2x2 pivot"
-        )
-    return pairs
-
-
-def keep_pairs_adjacent(perm, pairs):
-    """Move each pair's earlier vertex next to the later one, so both pivot together.
-
-    Every other vertex keeps its relative order; since a pair is coupled, the
-    earlier vertex's elimination-tree parent becomes the later one.
-    """
-    pos = inverse_permutation(perm)
-    key = pos.copy()
-    later = np.maximum(pos[pairs[:, 0]], pos[pairs[:, 1]])
-    key[pairs[:, 0]] = later
-    key[pairs[:, 1]] = later
-    return perm[np.lexsort((pos[perm], key[perm]))]

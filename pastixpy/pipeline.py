@@ -43,10 +43,11 @@ from .errors import (
 )
 from .kinds import Kind, auto_kind, check_kind, indefinite_kind
 from .matrix import symmetric_pattern, symmetry_of
-from .numeric import ONE_PROCESS, AssemblyMap, PanelLayout, blas_threads, is_small
+from .numeric import ONE_PROCESS, AssemblyMap, PanelLayout, is_small
 from .options import parse_option
 from .ordering import METIS_UFACTORS, ORDERINGS
 from .preprocess import check_structural_rank, preprocess
+from .runtime import blas_threads
 from .solve import Solver, pivot_order_gathers
 
 #: Wider supernodes for a second try when static pivoting defeats refinement:
@@ -324,7 +325,8 @@ def _attempt(C, plan, options, seconds, backend, reuse):
             kind=kind.name,
             pairs=prep.pairs,
             amalgamation=ROBUST_AMALGAMATION if plan.coarse else True,
-            threads=backend.allowance(options.threads),
+            threads=options.threads,
+            allowance=backend.allowance(options.threads),
             clusters=None if options.compress is None else options.compress.clusters,
         )
     t2 = time.perf_counter()

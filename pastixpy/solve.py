@@ -28,9 +28,9 @@ import numpy as np
 from . import _numeric, solve_policy
 from .errors import OutOfMemoryError, SingularMatrixError
 from .memory import headroom
-from .numeric import blas_threads
-from .ordering import inverse_permutation
+from .permutation import inverse_permutation
 from .refine import backward_error, refine
+from .runtime import blas_threads
 
 #: Vectors of n entries per right-hand side a refined solve may hold at once: x, b, the
 #: residual, copies in pivot order, and GMRES's basis (restarted every 30 iterations).

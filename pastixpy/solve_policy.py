@@ -29,8 +29,8 @@ import numpy as np
 import scipy.sparse.linalg as sla
 
 from .errors import PastixWarning, SingularMatrixError
-from .numeric import blas_threads
 from .refine import backward_error
+from .runtime import blas_threads
 
 
 def default_tol(dtype):

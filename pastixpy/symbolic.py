@@ -18,7 +18,7 @@ import numpy as np
 
 from . import _symbolic
 from .errors import OptionError, PastixError
-from .ordering import inverse_permutation
+from .permutation import inverse_permutation
 
 #: Amalgamation: subtrees of at most ``subtree`` columns become one supernode; then
 #: CHOLMOD's rules merge a child into its parent up to widths ``nrelax`` with the

@@ -130,7 +130,7 @@ def test_graph_compression_of_multidof_problem():
 @given(st.integers(1, 60), st.integers(1, 60), st.floats(0.0, 0.4), st.integers(0, 2**31 - 1))
 def test_quotient_graph_joins_the_neighbours_of_each_group(n, ngroups, density, seed):
     from pastixpy.matrix import canonical_csc, symmetric_pattern
-    from pastixpy.ordering import quotient_graph
+    from pastixpy.ordering_methods import quotient_graph
 
     rng = np.random.default_rng(seed)
     A = sp.random_array((n, n), density=density, rng=rng, format="csc") + sp.eye_array(n)
@@ -507,16 +507,16 @@ def test_flops_forecast_follows_the_mesh_dimension():
 
 
 def test_second_metis_run_starts_only_for_a_long_forecast(monkeypatch):
-    from pastixpy import ordering
+    from pastixpy import ordering, ordering_methods
 
     started = []
-    start_child = ordering._start_child
+    fork_child = ordering_methods.fork_child
 
     def recording(work):
         started.append(True)
-        return start_child(work)
+        return fork_child(work)
 
-    monkeypatch.setattr(ordering, "_start_child", recording)
+    monkeypatch.setattr(ordering_methods, "fork_child", recording)
     monkeypatch.setattr(ordering, "METIS_SECOND_RUN_MIN_VERTICES", 0)
     A = laplacian((40, 40))
     forecast = ordering.forecast_flops(*_adjacency(A), A.shape[0])
@@ -555,9 +555,9 @@ BOTH = ("metis", {"ufactor": (200, 400)})
 def test_a_failed_metis_child_is_redone_in_the_parent(monkeypatch):
     import os
 
-    from pastixpy import ordering
+    from pastixpy import ordering_methods
 
-    parent, metis = os.getpid(), ordering._metis
+    parent, metis = os.getpid(), ordering_methods.metis_perm
 
     def fails_in_child(*args):
         if os.getpid() != parent:
@@ -566,7 +566,7 @@ def test_a_failed_metis_child_is_redone_in_the_parent(monkeypatch):
 
     A = laplacian((16, 16, 16))
     serial = pastixpy.analyze(A, ordering=BOTH, threads=1)
-    monkeypatch.setattr(ordering, "_metis", fails_in_child)
+    monkeypatch.setattr(ordering_methods, "metis_perm", fails_in_child)
     forked = pastixpy.analyze(A, ordering=BOTH, threads=2)
     assert np.array_equal(forked.perm, serial.perm)
     assert forked.stats["ordering_candidates"] == serial.stats["ordering_candidates"]
@@ -578,9 +578,9 @@ def test_a_failed_speculative_metis_child_is_not_redone(monkeypatch):
     would double the ordering's time on the way to the same shortage."""
     import os
 
-    from pastixpy import ordering
+    from pastixpy import ordering, ordering_methods
 
-    parent, metis = os.getpid(), ordering._metis
+    parent, metis = os.getpid(), ordering_methods.metis_perm
     runs_here = []
 
     def fails_in_child(*args):
@@ -592,7 +592,7 @@ def test_a_failed_speculative_metis_child_is_not_redone(monkeypatch):
     A = laplacian((16, 16, 16))
     monkeypatch.setattr(ordering, "METIS_SECOND_RUN_MIN_VERTICES", 0)
     monkeypatch.setattr(ordering, "METIS_SECOND_RUN_FLOPS", 0)
-    monkeypatch.setattr(ordering, "_metis", fails_in_child)
+    monkeypatch.setattr(ordering_methods, "metis_perm", fails_in_child)
     an = pastixpy.analyze(A, ordering="metis", threads=2)
     assert runs_here == [ordering.METIS_UFACTORS[0]]
     assert an.stats["ordering_candidates"] == []

@@ -103,7 +103,7 @@ def test_an_address_space_limit_gives_a_package_error(tmp_path):
 
 _PEAK = """
 import json, sys, threading
-import pastixpy, pastixpy.pipeline
+import pastixpy, pastixpy.pipeline, pastixpy.runtime
 from pastixpy.gallery import laplacian
 from pastixpy.numeric import factorize as numeric
 
@@ -139,7 +139,7 @@ def measured(*args, **kwargs):
     sampler = threading.Thread(target=sample)
     sampler.start()
     started.wait()
-    numeric.release_free_memory()
+    pastixpy.runtime.release_free_memory()
     base = mapped()
     peak[0] = base
     try:

@@ -366,7 +366,7 @@ def test_default_threads_use_all_cores():
     F, x = _solve(A, "llt", None)
     _assert_close(x, ref, np.float64)
     assert F1.stats["threads"] == 1
-    assert F.stats["threads"] == pastixpy.options.available_cores()
+    assert F.stats["threads"] == pastixpy.runtime.available_cores()
 
 
 @pytest.mark.parametrize("threads", [0, -1, 1.5, "2", True])
@@ -505,5 +505,5 @@ def test_small_factorizations_run_on_one_thread_whatever_asked(monkeypatch):
     b = np.ones(A.shape[0])
     assert np.abs(A @ F.solve(b) - b).max() <= 1e-10
     big = laplacian((24, 24, 24))
-    if pastixpy.options.available_cores() > 1:
+    if pastixpy.runtime.available_cores() > 1:
         assert pastixpy.factorize(big, threads=2).stats["threads"] == 2

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import OutOfMemoryError
 from ..numeric import Footprint, NumericTask, raise_if_failed
+from ..runtime import Allowance
 from .mapping import proportional_mapping
 from .numeric import factor_rank
 from .session import FACTORIZE, SOLVE, command, exchange, gather_stats
@@ -39,9 +40,10 @@ class DistributedBackend:
         self.factors = None
 
     def allowance(self, threads):
-        """Rank 0's analysis runs on the rank's own threads (one by default), as its
-        numeric phase does."""
-        return threads or 1
+        """Rank 0's analysis runs as an MPI rank may: on the rank's own threads (one by
+        default), as its numeric phase does, and never forks (see
+        :mod:`pastixpy.runtime`)."""
+        return Allowance.mpi_rank(threads)
 
     def factorize(
         self, B, analysis, layout, amap, kind, pivot_tol, dtype, progress, threads, compression

@@ -8,13 +8,12 @@ their own cblks' solve plans, exchanging fan-in sums and solved rows between the
 as :mod:`.schedule` lays out (:mod:`.messages`).
 """
 
-import os
 import time
 
 import numpy as np
 
 from ..numeric import Pivots, SolvePlan, allocate_storage, factor_cblks, storage_footprint, sweep
-from ..numeric.threads import blas_threads, kernel_threads
+from ..runtime import blas_threads, kernel_threads, peak_memory
 from .messages import Sender, Traffic, probe_any, receive, wait_for_all
 from .schedule import Schedule
 
@@ -250,15 +249,3 @@ class RankFactors:
         for r, part in enumerate(comm.allgather(mine)):
             X[np.repeat(schedule.owner == r, np.diff(fcol))] = part
         return X
-
-
-def peak_memory():
-    """This process's peak resident memory in bytes (Linux), else None."""
-    try:
-        with open(f"/proc/{os.getpid()}/status") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None

@@ -12,6 +12,8 @@ Works in pivot order on an already preprocessed matrix B (scaled, rows matched);
   the pivots, and the triangular :func:`~.factors.sweep` of every backend;
 - :mod:`.backend`: the numeric phase as the pipeline's parameter (:data:`ONE_PROCESS`);
 - :mod:`.forecast`: the memory a factorization will take, before it is allocated.
+
+Threads and memory release come from :mod:`pastixpy.runtime`.
 """
 
 from .backend import ONE_PROCESS, NumericBackend, OneProcess
@@ -20,12 +22,10 @@ from .factorize import (
     factorize_numeric,
     is_small,
     raise_if_failed,
-    release_free_memory,
 )
-from .factors import Factors, Footprint, LocalFactors, Pivots, parity, storage_footprint, sweep
+from .factors import Factors, Footprint, LocalFactors, Pivots, storage_footprint, sweep
 from .kernels import NumericTask, allocate_storage, factor_cblks
 from .layout import AssemblyMap, PanelLayout, SolvePlan
-from .threads import blas_threads
 
 __all__ = [
     "ONE_PROCESS",
@@ -47,7 +47,4 @@ __all__ = [
     "raise_if_failed",
     "storage_footprint",
     "sweep",
-    "blas_threads",
-    "parity",
-    "release_free_memory",
 ]

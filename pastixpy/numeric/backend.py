@@ -11,6 +11,7 @@ backend above it: the distributed one is passed in.
 
 from typing import Protocol
 
+from ..runtime import Allowance
 from .factorize import factorize_numeric
 from .factors import Factors
 
@@ -38,7 +39,7 @@ class OneProcess:
     name = "one process"
 
     def allowance(self, threads):
-        return threads
+        return Allowance.process(threads)
 
     def factorize(
         self, B, analysis, layout, amap, kind, pivot_tol, dtype, progress, threads, compression

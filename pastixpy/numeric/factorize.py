@@ -2,11 +2,7 @@
 process may take, the panels allocated, the kernels run (:mod:`.kernels`) in order or on
 threads; :func:`factorize_numeric` returns the :class:`~.factors.LocalFactors`."""
 
-import ctypes
-import ctypes.util
-
 import numpy as np
-from scipy.linalg import lapack
 
 from .. import _numeric
 from ..errors import NotPositiveDefiniteError, OutOfMemoryError
@@ -17,11 +13,10 @@ from ..memory import (
     headroom,
     stack_bytes,
 )
-from ..options import available_cores
+from ..runtime import available_cores, kernel_threads, map_blas_buffers, release_free_memory
 from .factors import LocalFactors, Pivots
 from .forecast import BLAS_BUFFER_BYTES, forecast, gib
 from .kernels import NumericTask, allocate_storage, factor_cblks
-from .threads import kernel_threads
 
 #: Factors smaller than this are allocated without reading the memory limits first
 #: (reading them takes longer than such a factorization; numpy's MemoryError is still
@@ -36,29 +31,6 @@ def is_small(analysis):
     """Whether a factorization is under :data:`PARALLEL_MIN_FLOPS`: it and its solves
     then run on the calling thread, the BLAS single-threaded."""
     return analysis.stats["flops"] < PARALLEL_MIN_FLOPS
-
-
-def _find_malloc_trim():
-    """glibc's ``malloc_trim``, or None (other C libraries, other systems)."""
-    name = ctypes.util.find_library("c")
-    try:
-        return ctypes.CDLL(name).malloc_trim if name else None
-    except (OSError, AttributeError):
-        return None
-
-
-_malloc_trim = _find_malloc_trim()
-
-
-def release_free_memory():
-    """Give the memory that freed temporaries left in the C heap back to the system.
-
-    glibc keeps freed blocks for reuse; after an analysis (METIS, sorts) they would
-    count in the process's peak on top of the factors allocated next. A no-op where
-    glibc is not used.
-    """
-    if _malloc_trim is not None:
-        _malloc_trim(0)
 
 
 def factorize_numeric(
@@ -174,17 +146,6 @@ def factorize_numeric(
     storage.freeze()
     pivots.freeze()
     return LocalFactors(kind, layout, storage, pivots, threads)
-
-
-def map_blas_buffers(numpy_too):
-    """Have scipy's OpenBLAS (and with ``numpy_too`` numpy's) map the calling thread's
-    buffer now (a 1 x 1 Cholesky each; nothing where it exists), while the room checked
-    for it is there: mapped later, after the factors took that room, OpenBLAS would
-    retry forever or end the process."""
-    one = np.ones((1, 1))
-    lapack.dpotrf(one)
-    if numpy_too:
-        np.linalg.cholesky(one)
 
 
 def raise_if_failed(failed, analysis):

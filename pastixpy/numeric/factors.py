@@ -6,11 +6,10 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import numpy as np
-import scipy.sparse as sp
 
 from .. import _numeric
+from ..runtime import blas_threads, kernel_threads
 from ..symbolic import ReadOnlyArrays
-from .threads import blas_threads, kernel_threads
 
 
 @dataclass(frozen=True)
@@ -222,11 +221,3 @@ class LocalFactors:
         off = self.pivots.dsub[two]
         det2 = d[two] * d[two + 1] - (np.conj(off) if self.conj else off) * off
         return d, one, two, det2
-
-
-def parity(p):
-    """1 if the permutation is odd, 0 if even."""
-    n = p.size
-    graph = sp.csr_array((np.ones(n), (np.arange(n), p)), shape=(n, n))
-    ncycles = sp.csgraph.connected_components(graph, directed=True, connection="weak")[0]
-    return (n - ncycles) % 2

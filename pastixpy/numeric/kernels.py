@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _numeric
-from .threads import blas_threads
+from ..runtime import blas_threads
 
 
 @dataclass(frozen=True)

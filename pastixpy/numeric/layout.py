@@ -11,7 +11,7 @@ import scipy.sparse as sp
 from .. import _symbolic
 from .._numeric import Structure
 from ..matrix import compact_index
-from ..ordering import inverse_permutation
+from ..permutation import inverse_permutation
 from ..symbolic import cblk_parents, column_cblks
 
 

@@ -1,0 +1,43 @@
+"""The runtime's rule for what a process may do, and its forked child."""
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+from pastixpy.runtime import Allowance, available_cores, fork_child, peak_memory
+
+
+def test_an_ordinary_process_takes_every_core_and_may_fork_on_linux():
+    every = Allowance.process()
+    assert every.cores == available_cores()
+    linux = sys.platform.startswith("linux")
+    assert every.may_fork == (linux and available_cores() > 1)
+    assert Allowance.process(1) == Allowance(1, False) and Allowance.process(1).children == 0
+    assert Allowance.process(3) == Allowance(3, linux)
+    assert Allowance.process(3).children == (2 if linux else 0)
+
+
+def test_an_mpi_rank_takes_one_core_by_default_and_never_forks():
+    assert Allowance.mpi_rank() == Allowance(1, False)
+    assert Allowance.mpi_rank(4) == Allowance(4, False)
+    assert Allowance.mpi_rank(4).children == 0
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork()")
+def test_a_forked_child_sends_its_array_back_or_none_when_it_fails():
+    child = fork_child(lambda: np.arange(5) * 3)
+    assert np.array_equal(child.wait(), np.arange(5) * 3)
+    assert fork_child(lambda: 1 / 0).wait() is None
+    stopped = fork_child(lambda: np.zeros(3))
+    stopped.kill()  # without waiting for its array: the process is reaped
+    with pytest.raises(ChildProcessError):
+        os.waitpid(stopped.pid, 0)
+
+
+def test_peak_memory_is_at_least_the_arrays_held():
+    held = np.ones(2**23)  # 64 MiB, touched
+    peak = peak_memory()
+    if peak is not None:
+        assert peak >= held.nbytes
