@@ -11,6 +11,7 @@ from scipy.optimize import linear_sum_assignment
 from scipy.sparse.csgraph import maximum_bipartite_matching, min_weight_full_bipartite_matching
 
 from pastixpy._matching import max_product_matching
+from pastixpy.kinds import KINDS
 from pastixpy.preprocess import matching_scaling, preprocess
 from pastixpy.preprocess import max_product_matching as prep_matching
 
@@ -383,7 +384,7 @@ def test_matching_scaling(n, density, seed):
     B = abs(sp.diags_array(dr) @ A[row_perm] @ sp.diags_array(dc))
     np.testing.assert_allclose(B.diagonal(), 1.0, rtol=0, atol=1e-12)
     assert B.max() <= 1 + 1e-12
-    P = preprocess(A, "lu")
+    P = preprocess(A, KINDS["lu"])
     np.testing.assert_array_equal(P.row_perm, row_perm)
     np.testing.assert_allclose(np.abs(P.apply(A).diagonal()), 1.0, rtol=0, atol=1e-12)
 
@@ -396,7 +397,7 @@ def test_preprocess_zero_fallback():
     _, dr, dc = matching_scaling(A)
     np.testing.assert_array_equal(dr, 1.0)
     np.testing.assert_array_equal(dc, 1.0)
-    P = preprocess(A, "lu")
+    P = preprocess(A, KINDS["lu"])
     np.testing.assert_array_equal(P.row_perm, [0, 1])
     assert np.all(np.isfinite(P.dr)) and np.all(np.isfinite(P.dc))
 
@@ -423,7 +424,7 @@ def test_shared_matrices(name):
         ours = log_product(A, row_of_col)
         ref = scipy_optimum(A)
         assert abs(ours - ref) <= 1e-10 * max(1.0, abs(ref))
-    P = preprocess(A, "lu")
+    P = preprocess(A, KINDS["lu"])
     B = abs(P.apply(A))
     np.testing.assert_allclose(B.diagonal(), 1.0, rtol=0, atol=1e-12)
     assert B.max() <= 1 + 1e-12
