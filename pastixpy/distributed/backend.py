@@ -33,8 +33,6 @@ class DistributedBackend:
     ranks' theirs.
     """
 
-    name = "distributed"
-
     def __init__(self, ranks):
         self.ranks = ranks
         self.factors = None

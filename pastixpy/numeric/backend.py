@@ -36,8 +36,6 @@ class NumericBackend(Protocol):
 class OneProcess:
     """The kernels in this process, on its threads (:func:`factorize_numeric`)."""
 
-    name = "one process"
-
     def allowance(self, threads):
         return Allowance.process(threads)
 

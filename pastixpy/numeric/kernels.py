@@ -84,24 +84,16 @@ def allocate_storage(task, touch_threads, owner=None, rank=0, fanin=None):
     ``compress_mask`` are compressed. ``touch_threads`` threads take the first-touch
     page faults (as the threads that will factor them). Raises MemoryError."""
     mask = task.compress_mask
-    if owner is not None:
-        if mask is not None:
-            mask = np.where(owner == rank, mask, 0).astype(np.int8)
-        return _numeric.Storage(
-            task.layout.structure,
-            task.dtype,
-            task.kind.two_factors,
-            owners=owner,
-            rank=rank,
-            compress=mask,
-            fanin=fanin,
-            touch_threads=touch_threads,
-        )
+    if owner is not None and mask is not None:
+        mask = np.where(owner == rank, mask, 0).astype(np.int8)
     return _numeric.Storage(
         task.layout.structure,
         task.dtype,
         task.kind.two_factors,
+        owners=owner,
+        rank=rank,
         compress=mask,
+        fanin=fanin,
         touch_threads=touch_threads,
     )
 
