@@ -374,6 +374,37 @@ def condition_estimate(solver):
     return float(norm1 * est) if np.isfinite(est) else np.inf
 
 
+def condest(solver):
+    """Hager and Higham's estimate of κ₁(A) = ‖A‖₁ ‖A⁻¹‖₁ (scipy's ``onenormest``, two
+    columns at a time), each product with A⁻¹ or A⁻ᴴ a solve refined as the ``refine``
+    option says: where pivots were perturbed, or the factors are compressed or in a
+    lower precision, refinement makes it A's inverse, not the factors'.
+
+    A lower bound of κ₁(A), almost always within a factor of 3 of it (exact on most
+    matrices); ``inf`` where a product overflows. With ``refine="none"`` the products
+    are the factors' plain solves.
+    """
+    n = solver.n
+    dtype = solver.dtype
+    norm1 = float(abs(solver.C).sum(axis=0).max())
+
+    def product(V, trans):
+        V = np.ascontiguousarray(np.asarray(V, dtype=dtype).reshape(n, -1))
+        return solver.refined(V, trans, to_floor=False)[0]
+
+    inv = sla.LinearOperator(
+        (n, n),
+        matvec=lambda v: product(v, "N")[:, 0],
+        rmatvec=lambda v: product(v, "H")[:, 0],
+        matmat=lambda V: product(V, "N"),
+        rmatmat=lambda V: product(V, "H"),
+        dtype=dtype,
+    )
+    with blas_threads(solver.threads), np.errstate(all="ignore"):
+        est = sla.onenormest(inv, t=2) if n > 4 else np.abs(_dense_inverse(inv, n)).sum(0).max()
+    return float(norm1 * est) if np.isfinite(est) else np.inf
+
+
 def refined_condition(solver):
     """``(estimate of κ₁(A), worst backward error)`` of Hager–Higham's estimator run
     on refined solves. Costly: the solver caches it (its ``refined_condition``), made
