@@ -240,25 +240,36 @@ def perturbed_warning(solver, worst):
     """The warning of a solve that perturbed pivots did not stop, worded from a
     condition estimate (the solver's ``refined_condition``, :func:`refined_condition`
     made once): "may be singular" only where the estimate says so."""
-    cond, berr = solver.refined_condition
+    verdict, well = _perturbed_verdict(solver, solver.refined_condition)
+    if well:
+        return (
+            f"{verdict}: refinement recovered the accuracy, the solution reached backward "
+            f"error {worst:.1e}"
+        )
+    return f"{verdict}; the solution reached backward error {worst:.1e}"
+
+
+def _perturbed_verdict(solver, estimate):
+    """The perturbed pivots and what the condition estimate ``(κ₁ estimate, worst
+    backward error of its solves)`` says of them; and whether it says A is well
+    conditioned."""
+    cond, berr = estimate
     tol = solve_tol(solver)
     eps = np.finfo(solver.dtype).eps
     if berr > tol:
         return (
             f"{perturbed_pivots(solver)}: the matrix may be singular or nearly so "
-            f"(refinement could not solve the condition estimate's systems to {tol:.0e}); "
-            f"the solution reached backward error {worst:.1e}"
-        )
+            f"(refinement could not solve the condition estimate's systems to {tol:.0e})"
+        ), False
     if cond * eps < ILL_CONDITIONED:
         return (
             f"{perturbed_pivots(solver)}, although the matrix is well conditioned "
-            f"(condition number about {cond:.1e}): refinement recovered the accuracy, "
-            f"the solution reached backward error {worst:.1e}"
-        )
+            f"(condition number about {cond:.1e})"
+        ), True
     return (
         f"{perturbed_pivots(solver)}: the matrix may be singular or nearly so (condition "
-        f"number at least {cond:.1e}); the solution reached backward error {worst:.1e}"
-    )
+        f"number at least {cond:.1e})"
+    ), False
 
 
 def perturbed_pivots(solver):
@@ -274,9 +285,16 @@ def perturbed_pivots(solver):
 
 
 def perturbed_message(solver):
-    """The perturbed pivots (:func:`perturbed_pivots`) and what they may mean, for
-    messages that have no condition estimate at hand."""
-    return perturbed_pivots(solver) + ": the matrix may be singular or nearly so"
+    """The perturbed pivots (:func:`perturbed_pivots`) and what a condition estimate of A
+    says of them: "may be singular" only with the estimate that shows it. The estimate
+    is the solver's ``refined_condition``; with ``refine="none"`` (whose plain solves
+    would estimate the perturbed factors' inverse, about 1/pivot_tol whatever A) it is
+    made here on refined solves."""
+    if solver.refine[0] == "none":
+        estimate = refined_condition(replace(solver, refine=("auto", dict(solver.refine[1]))))
+    else:
+        estimate = solver.refined_condition
+    return _perturbed_verdict(solver, estimate)[0]
 
 
 # ---------------------------------------------------------------------- probes

@@ -85,3 +85,28 @@ def test_compressed_and_mixed_factors_estimate_a():
     for options in ({"compress": 1e-4}, {"precision": "mixed"}):
         est = pastixpy.factorize(A, **options).condest()
         assert true / 3 <= est <= true * (1 + 1e-6), (options, est, true)
+
+
+def test_warnings_say_may_be_singular_only_with_an_estimate_that_shows_it():
+    """Every message about perturbed pivots is worded from a condition estimate of A,
+    refine="none" included: a well-conditioned matrix whose pivots a high threshold
+    perturbed is called well conditioned, with its estimate; a singular one may be
+    singular, with the estimate or the failed solves that show it."""
+    A = sp.csc_array(laplacian((40, 3)) + 0.1 * sp.eye(120))
+    with pytest.warns(pastixpy.PastixWarning) as caught:
+        F = pastixpy.factorize(A, kind="ldlt", pivot_tol=2.5, refine="none")
+    message = str(caught[0].message)
+    assert "well conditioned (condition number about" in message
+    assert "may be singular" not in message
+    with pytest.warns(pastixpy.PastixWarning) as caught:
+        F.slogdet()
+    assert "may be singular" not in str(caught[0].message)
+
+    L = laplacian((12, 12)).tolil()
+    L.setdiag(0)
+    L.setdiag(-np.asarray(L.sum(axis=1)).ravel())
+    with pytest.warns(pastixpy.PastixWarning) as caught:
+        pastixpy.factorize(sp.csc_array(L), kind="ldlt", refine="none")
+    message = str(caught[0].message)
+    assert "may be singular" in message
+    assert "condition number at least" in message or "could not solve" in message
