@@ -39,6 +39,7 @@ def factorize(
     precision="auto",
     compress=None,
     comm=None,
+    condest=False,
 ):
     """Factor a square sparse matrix: LLᵀ, LDLᵀ, LDLᴴ or LU.
 
@@ -115,6 +116,10 @@ def factorize(
         blocks of rows; returns a
         :class:`pastixpy.distributed.DistributedFactorization` on every rank, whose
         solves are collective (docs/distributed.md). One rank: as without.
+    condest : bool
+        Estimate the 1-norm condition number once factored
+        (:meth:`Factorization.condest`, a few refined solves) and put it in
+        ``stats["condest"]`` (its time in ``stats["seconds"]["condest"]``).
 
     Returns
     -------
@@ -155,6 +160,7 @@ def factorize(
         precision=precision,
         compress=compress,
         comm=comm,
+        condest=condest,
     )
     if options.comm is not None:
         if analysis is not None:

@@ -104,6 +104,8 @@ class Options:
         Block low-rank compression of the factors (see :mod:`pastixpy.compression`).
     comm : communicator or None
         The ranks a distributed factorization spreads over (:mod:`pastixpy.distributed`).
+    condest : bool
+        Put the condition number estimate in the statistics (``stats["condest"]``).
     """
 
     kind: object = None
@@ -118,6 +120,7 @@ class Options:
     fallback: bool = True
     compress: object = None
     comm: object = None
+    condest: bool = False
 
     @classmethod
     def parse(
@@ -133,6 +136,7 @@ class Options:
         precision="auto",
         compress=None,
         comm=None,
+        condest=False,
     ):
         """Validate :func:`pastixpy.factorize`'s keyword arguments into Options."""
         kind, _ = parse_option(kind, KIND_CHOICES, "kind")
@@ -188,6 +192,7 @@ class Options:
             fallback=fallback,
             compress=compress,
             comm=comm,
+            condest=_switch(condest, "condest"),
         )
 
     @classmethod
@@ -225,3 +230,10 @@ class Options:
         if self.precision in ("double", "mixed"):
             return np.dtype(np.complex128 if dtype.kind == "c" else np.float64)
         return dtype
+
+
+def _switch(value, argname):
+    """A bool option, checked (numpy's bools too; not 0/1 nor strings)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise InvalidInputError(f"{argname} must be True or False, got {value!r}")
+    return bool(value)

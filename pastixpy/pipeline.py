@@ -290,6 +290,10 @@ def _run(C, plan, options, seconds, retries, backend, reuse=None):
             _warn_roundoff_pivot(state)
         state.stats.update(retries=list(retries), precision_fallback=fallback)
         state.stats.update(backend.statistics(state.solver.factors))
+        if options.condest:
+            t0 = time.perf_counter()
+            state.stats["condest"] = solve_policy.condest(state.solver)
+            state.stats["seconds"]["condest"] = time.perf_counter() - t0
         return state
 
 

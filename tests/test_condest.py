@@ -110,3 +110,28 @@ def test_warnings_say_may_be_singular_only_with_an_estimate_that_shows_it():
     message = str(caught[0].message)
     assert "may be singular" in message
     assert "condition number at least" in message or "could not solve" in message
+
+
+def test_the_estimate_in_the_statistics_when_asked():
+    A = laplacian((20, 20))
+    F = pastixpy.factorize(A, condest=True)
+    assert F.stats["condest"] == pytest.approx(F.condest(), rel=1e-12)
+    assert F.stats["seconds"]["condest"] >= 0
+    assert "condest" not in pastixpy.factorize(A).stats
+    F.refactorize(2 * A)  # the refactorization estimates its own matrix's
+    assert F.stats["condest"] == pytest.approx(dense_kappa1(2 * A), rel=1e-8)
+    with pytest.raises(pastixpy.InvalidInputError, match="condest must be True or False"):
+        pastixpy.factorize(A, condest="yes")
+
+
+def test_distributed_factorization_estimates_on_rank_zero():
+    from pastixpy.distributed import run_ranks
+
+    A = laplacian((12, 12))
+
+    def rank(comm):
+        F = pastixpy.factorize(A if comm.Get_rank() == 0 else None, comm=comm, condest=True)
+        return F.stats.get("condest")
+
+    got = run_ranks(2, rank)
+    assert got[0] == pytest.approx(dense_kappa1(A), rel=1e-8)
