@@ -1,10 +1,12 @@
-"""Keep a factorization: pickle it to a file, copy it, and solve with it in worker
+"""Keep a factorization: save it to a file, copy it, and solve with it in worker
 processes.
 
-A ``Factorization`` pickles whole (factors, compressed tiles, pivots, scaling,
-permutations, analysis, options), so it can be written once and loaded by another
-process of the same pastixpy build, or sent to the workers of a process pool, which
-then solve without factoring again. ``copy.deepcopy`` gives an independent copy: a
+``F.save(path)`` writes a versioned file (the factorization pickled whole: factors,
+compressed tiles, pivots, scaling, permutations, analysis, options, behind a header
+with the format version and a checksum) that ``pastixpy.load(path)`` reads in another
+process, which then solves without factoring again; a file of another format version,
+or a damaged one, is a ``PersistError``. A ``Factorization`` also pickles, to be sent
+to the workers of a process pool. ``copy.deepcopy`` gives an independent copy: a
 refactorization of the copy leaves the original as it was. A loaded copy solves bitwise
 like the original on the same number of threads; the workers here are started fresh
 ("spawn"), since a forked child of a process that ran OpenMP threads may solve on
@@ -15,7 +17,6 @@ Run: python examples/keep_factorization.py
 
 import copy
 import multiprocessing
-import pickle
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -28,8 +29,7 @@ from pastixpy.gallery import laplacian
 
 def solve_with(path, seed):
     """A worker: load the factorization from ``path`` and solve for a random b."""
-    with open(path, "rb") as f:
-        F = pickle.load(f)
+    F = pastixpy.load(path, expect="Factorization")
     b = np.random.default_rng(seed).standard_normal(F.shape[0])
     return seed, F.solve(b)
 
@@ -40,10 +40,8 @@ if __name__ == "__main__":
     print(f"factored: {F.stats['factor_bytes'] / 2**20:.1f} MiB of factors, kind {F.stats['kind']}")
 
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "F.pkl"
-        with open(path, "wb") as f:
-            pickle.dump(F, f, protocol=pickle.HIGHEST_PROTOCOL)
-        print(f"pickled to {path.name}: {path.stat().st_size / 2**20:.1f} MiB")
+        path = F.save(Path(tmp) / "F.pastixpy")
+        print(f"saved to {path.name}: {path.stat().st_size / 2**20:.1f} MiB")
 
         spawn = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=2, mp_context=spawn) as pool:

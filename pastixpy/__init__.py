@@ -36,13 +36,14 @@ from .errors import (  # noqa: E402
     OutputError,
     PastixError,
     PatternMismatchError,
+    PersistError,
     SingularMatrixError,
 )
 from .factorization import Factorization  # noqa: E402
 from .ordering import Ordering  # noqa: E402
+from .persist import load  # noqa: E402
 from .symbolic import EliminationTree, SymbolMatrix  # noqa: E402
-
-__version__ = "0.1.0"
+from .version import __version__ as __version__  # noqa: E402
 
 __all__ = [
     "Analysis",
@@ -55,6 +56,7 @@ __all__ = [
     "Ordering",
     "OutOfMemoryError",
     "OutputError",
+    "PersistError",
     "PastixError",
     "PastixWarning",
     "PatternMismatchError",
@@ -63,5 +65,6 @@ __all__ = [
     "analyze",
     "factorize",
     "factorized",
+    "load",
     "spsolve",
 ]

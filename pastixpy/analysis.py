@@ -99,6 +99,14 @@ class Analysis:
         copies = 2 if KINDS[kind].two_factors else 1
         return copies * self.symbol.nnz_stored * np.dtype(dtype).itemsize
 
+    def save(self, path):
+        """Write this analysis to ``path`` (:func:`pastixpy.persist.save`), for
+        ``factorize(A, analysis=pastixpy.load(path))`` in a later process. Returns the
+        path."""
+        from .persist import save
+
+        return save(self, path)
+
     def check(self):
         """Verify every invariant of the analysis; raise PastixError on a violation.
 

@@ -8,6 +8,7 @@ __all__ = [
     "NotPositiveDefiniteError",
     "PatternMismatchError",
     "OutputError",
+    "PersistError",
     "OutOfMemoryError",
     "MixedPrecisionError",
     "PastixWarning",
@@ -43,6 +44,12 @@ class OptionError(PastixError, ValueError):
 
 class OutputError(PastixError, OSError):
     """A result could not be written where it was asked for (the reason is given)."""
+
+
+class PersistError(PastixError, ValueError):
+    """A file :func:`pastixpy.load` cannot give back as it was saved: not a pastixpy
+    file, another file format version, another kind than asked, truncated or
+    corrupted."""
 
 
 class OutOfMemoryError(PastixError, MemoryError):

@@ -13,7 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as sla
 
-from . import determinants, pipeline, solve_policy
+from . import determinants, persist, pipeline, solve_policy
 from .errors import InvalidInputError, PastixError, PatternMismatchError
 from .matrix import canonical_csc
 from .numeric import ONE_PROCESS
@@ -345,6 +345,18 @@ class Factorization:
         split is unreliable. See :func:`pastixpy.determinants.inertia`.
         """
         return determinants.inertia(self._live_solver)
+
+    def save(self, path):
+        """Write this factorization to ``path`` (:func:`pastixpy.persist.save`): a
+        versioned file that :func:`pastixpy.load` reads in a later process, which then
+        solves and refactorizes without factoring again. Returns the path.
+
+        Raises
+        ------
+        TypeError
+            Something it holds does not pickle (a ``progress=`` lambda).
+        """
+        return persist.save(self, path)
 
     def condest(self):
         """Estimate of the 1-norm condition number κ₁(A) = ‖A‖₁ ‖A⁻¹‖₁.

@@ -40,6 +40,8 @@ LAYERS = [
             "memory",
             "runtime",
             "permutation",
+            "persist",
+            "version",
             "io",
             "errors",
             "gallery",
