@@ -373,20 +373,30 @@ def contraction(solver, steps=3):
     return float(worst) if np.isfinite(err) else np.inf
 
 
+def _inverse_operator(n, dtype, apply):
+    """A⁻¹ as a LinearOperator for ``onenormest``, from ``apply(V, trans)``, which takes
+    an (n, k) row-major block in ``dtype`` and ``trans`` "N" or "H"."""
+
+    def block(V, trans):
+        return apply(np.ascontiguousarray(np.asarray(V, dtype=dtype).reshape(n, -1)), trans)
+
+    return sla.LinearOperator(
+        (n, n),
+        matvec=lambda v: block(v, "N")[:, 0],
+        rmatvec=lambda v: block(v, "H")[:, 0],
+        matmat=lambda V: block(V, "N"),
+        rmatmat=lambda V: block(V, "H"),
+        dtype=dtype,
+    )
+
+
 def condition_estimate(solver):
     """Estimate of κ₁(A) = ‖A‖₁ ‖A⁻¹‖₁ (Hager and Higham's estimator, a few solves
     with the factors, unrefined)."""
     n = solver.n
     dtype = solver.dtype
     norm1 = float(abs(solver.C).sum(axis=0).max())
-    inv = sla.LinearOperator(
-        (n, n),
-        matvec=lambda v: solver.apply_inverse(_column(v, dtype), "N")[:, 0],
-        rmatvec=lambda v: solver.apply_inverse(_column(v, dtype), "H")[:, 0],
-        matmat=lambda V: solver.apply_inverse(np.ascontiguousarray(V, dtype), "N"),
-        rmatmat=lambda V: solver.apply_inverse(np.ascontiguousarray(V, dtype), "H"),
-        dtype=dtype,
-    )
+    inv = _inverse_operator(n, dtype, solver.apply_inverse)
     with np.errstate(all="ignore"):
         est = sla.onenormest(inv) if n > 4 else np.abs(_dense_inverse(inv, n)).sum(0).max()
     return float(norm1 * est) if np.isfinite(est) else np.inf
@@ -406,18 +416,7 @@ def condest(solver):
     dtype = solver.dtype
     norm1 = float(abs(solver.C).sum(axis=0).max())
 
-    def product(V, trans):
-        V = np.ascontiguousarray(np.asarray(V, dtype=dtype).reshape(n, -1))
-        return solver.refined(V, trans, to_floor=False)[0]
-
-    inv = sla.LinearOperator(
-        (n, n),
-        matvec=lambda v: product(v, "N")[:, 0],
-        rmatvec=lambda v: product(v, "H")[:, 0],
-        matmat=lambda V: product(V, "N"),
-        rmatmat=lambda V: product(V, "H"),
-        dtype=dtype,
-    )
+    inv = _inverse_operator(n, dtype, lambda V, trans: solver.refined(V, trans, to_floor=False)[0])
     with blas_threads(solver.threads), np.errstate(all="ignore"):
         est = sla.onenormest(inv, t=2) if n > 4 else np.abs(_dense_inverse(inv, n)).sum(0).max()
     return float(norm1 * est) if np.isfinite(est) else np.inf
@@ -448,29 +447,18 @@ def refined_condition(solver):
     worst = [0.0]
 
     def refined_solve(V, trans):
-        x, berr, _, _ = capped.refined(
-            np.ascontiguousarray(np.asarray(V, dtype=dtype).reshape(n, -1)),
-            trans,
-            to_floor=False,
-        )
+        x, berr, _, _ = capped.refined(V, trans, to_floor=False)  # V: (n, k), as made
         worst[0] = max(worst[0], float(berr.max()) if berr.size else 0.0)
         if worst[0] > tol:
             raise _Unsolved
         # ‖A‖₁‖x‖₁/‖v‖₁ bounds κ₁ from below: past the threshold, the verdict is in.
         with np.errstate(all="ignore"):
-            lower = norm1 * np.abs(x).sum(axis=0) / np.abs(V).reshape(n, -1).sum(axis=0)
+            lower = norm1 * np.abs(x).sum(axis=0) / np.abs(V).sum(axis=0)
         if lower.max() * np.finfo(dtype).eps >= ILL_CONDITIONED:
             raise _Unsolved(float(lower.max()))
         return x
 
-    inv = sla.LinearOperator(
-        (n, n),
-        matvec=lambda v: refined_solve(v, "N")[:, 0],
-        rmatvec=lambda v: refined_solve(v, "H")[:, 0],
-        matmat=lambda V: refined_solve(V, "N"),
-        rmatmat=lambda V: refined_solve(V, "H"),
-        dtype=dtype,
-    )
+    inv = _inverse_operator(n, dtype, refined_solve)
     try:
         with blas_threads(solver.threads), np.errstate(all="ignore"):
             est = (
@@ -486,10 +474,6 @@ def refined_condition(solver):
 class _Unsolved(Exception):
     """The condition estimate's verdict is in before its end: a refined solve missed its
     tolerance, or (with the lower bound on κ₁ as argument) showed κ₁ past the threshold."""
-
-
-def _column(v, dtype):
-    return np.ascontiguousarray(np.asarray(v, dtype=dtype).reshape(-1, 1))
 
 
 def _dense_inverse(op, n):
