@@ -26,7 +26,7 @@ _check_built()
 
 from . import multilevel as multilevel  # noqa: E402
 from .analysis import Analysis, analyze  # noqa: E402
-from .api import PastixWarning, factorize, factorized, spsolve  # noqa: E402
+from .api import PastixWarning, factorize, factorized, schur_complement, spsolve  # noqa: E402
 from .errors import (  # noqa: E402
     InvalidInputError,
     MixedPrecisionError,
@@ -46,6 +46,7 @@ from .symbolic import EliminationTree, SymbolMatrix  # noqa: E402
 from .version import __version__ as __version__  # noqa: E402
 
 __all__ = [
+    "schur_complement",
     "Analysis",
     "EliminationTree",
     "Factorization",

@@ -18,6 +18,14 @@ from .options import KIND_CHOICES, parse_option
 from .ordering import Ordering, order
 from .ordering_methods import check_pairs, keep_pairs_adjacent
 from .runtime import Allowance
+from .schur import (
+    check_schur,
+    interior_graph,
+    interior_ordering,
+    postorder_then_schur,
+    schur_last,
+    schur_partition,
+)
 from .symbolic import (
     EliminationTree,
     SymbolMatrix,
@@ -53,6 +61,9 @@ class Analysis:
         Block structure of the factor.
     stats : dict
         Sizes, fill, flops, memory forecast and seconds per step (see :func:`analyze`).
+    schur : ndarray of int64 or None
+        The Schur unknowns (``analyze(A, schur=...)``), ordered last as one cblk, in
+        the order given; None for a full factorization.
     """
 
     n: int
@@ -64,6 +75,9 @@ class Analysis:
     # The pattern of A + Aᵀ the analysis was made for (checked by check()).
     xadj: np.ndarray = field(default=None)
     adjncy: np.ndarray = field(default=None)
+    #: The Schur unknowns (original indices, in the order given), ordered last as the
+    #: last cblk, or None (see :mod:`pastixpy.schur`).
+    schur: np.ndarray = field(default=None)
 
     @property
     def perm(self):
@@ -192,6 +206,7 @@ def analyze(
     reorder=None,
     clusters=None,
     pairs=None,
+    schur=None,
     threads=None,
     allowance=None,
 ):
@@ -242,6 +257,11 @@ def analyze(
         Coupled unknowns to keep in one cblk, next to each other, so the
         numeric phase can pivot on them as a 2x2 block (symmetric indefinite
         matrices with zero diagonal entries; see :func:`pastixpy.preprocess.pivot_pairs`).
+    schur : array_like of int, optional
+        Unknowns ordered last, in the order given, as one cblk: the analysis of a
+        Schur complement factorization (``factorize(A, schur=...)``, see
+        :mod:`pastixpy.schur`). The other unknowns are ordered by themselves; no
+        reordering inside supernodes, no clusters, no pairs.
     threads : int, optional
         Cores for the METIS runs (the runs after the first in forked processes,
         on Linux); default: the cores available. With one, METIS runs once
@@ -259,7 +279,8 @@ def analyze(
         included, before amalgamation), ``nnz_L_stored`` (entries stored,
         padding included), ``flops`` (LLᵀ), ``n_cblk``, ``n_blok``,
         ``tree_height`` (cblk tree), ``etree_height``, ``n_separators``,
-        ``n_ordered`` (vertices after graph compression), ``n_clusters`` (with
+        ``n_ordered`` (vertices after graph compression), ``n_schur`` (Schur
+        unknowns, 0 without ``schur``), ``n_clusters`` (with
         ``clusters``: the clusters made, 0 otherwise), ``ordering_candidates``
         (each METIS run compared: its parameters and the flops of its ordering,
         before the reordering inside supernodes), ``amalgamation_zeros``,
@@ -304,6 +325,9 @@ def analyze(
     xadj, adjncy = symmetric_pattern(C)
     lap("graph")
     together = None
+    schur = check_schur(schur, n)
+    if schur is not None and (pairs is not None or clusters is not None):
+        raise OptionError("schur= does not combine with pairs= or clusters=")
     if pairs is not None:
         pairs = check_pairs(pairs, n, xadj, adjncy)
     cheapest = {}  # the tree of the cheapest METIS candidate, reused if it is kept
@@ -316,7 +340,10 @@ def analyze(
 
     if allowance is None:
         allowance = Allowance.process(threads)
-    ordered = order(xadj, adjncy, ordering, pairs, cost=flops, allowance=allowance)
+    if schur is None:
+        ordered = order(xadj, adjncy, ordering, pairs, cost=flops, allowance=allowance)
+    else:
+        ordered = _schur_ordered(xadj, adjncy, ordering, schur, allowance)
     if pairs is not None:
         ordered = replace(ordered, perm=keep_pairs_adjacent(ordered.perm, pairs))
     lap("ordering")
@@ -325,6 +352,11 @@ def analyze(
     else:
         tree = elimination_tree(xadj, adjncy, ordered.perm)
     cheapest.clear()
+    if schur is not None:
+        # The postorder may interleave Schur unknowns with others hanging below them:
+        # they go back to the end, in the order given.
+        perm = postorder_then_schur(tree.perm, schur)
+        tree = elimination_tree(xadj, adjncy, perm, keep_order=True)
     if pairs is not None:
         together = _pair_seconds(tree.iperm, pairs)
     lap("etree")
@@ -332,6 +364,8 @@ def analyze(
     lap("supernodes")
     if reorder is None:
         reorder = ordered.method != "user" and tree.flops >= REORDER_MIN_FLOPS
+    # Reordering inside supernodes would move the Schur unknowns out of the order given.
+    reorder = reorder and schur is None
     if reorder:
         tree = reorder_supernodes(xadj, adjncy, tree, fcol, together)
         if pairs is not None:
@@ -342,6 +376,8 @@ def analyze(
         tree, fcol, made = cluster_supernodes(xadj, adjncy, tree, fcol, clusters, together)
         lap("clustering")
     fcol = split_partition(fcol, split, together)
+    if schur is not None:
+        fcol = schur_partition(fcol, n, schur.size)
     symbol = block_symbol(xadj, adjncy, tree, fcol)
     lap("blocks")
     depth = _symbolic.tree_depth(symbol.cblk_parent)
@@ -365,6 +401,7 @@ def analyze(
         "n_clusters": int(made.size),
         "amalgamation_zeros": int(n_zeros),
         "n_pairs": 0 if pairs is None else int(pairs.shape[0]),
+        "n_schur": 0 if schur is None else int(schur.size),
         "kind": kind,
         "ordering": ordered.method,
         "memory_bytes": by_dtype["float64"],
@@ -375,7 +412,29 @@ def analyze(
     }
     # Kept to check reuse and invariants; int32 halves them where n allows.
     xadj, adjncy = compact_index(xadj), compact_index(adjncy)
-    return Analysis(n, kind, ordered, tree, symbol, stats, xadj, adjncy)
+    if schur is not None:
+        schur.setflags(write=False)
+    return Analysis(n, kind, ordered, tree, symbol, stats, xadj, adjncy, schur)
+
+
+def _schur_ordered(xadj, adjncy, ordering, schur, allowance):
+    """The ordering of a Schur complement analysis: the graph of the other unknowns
+    ordered alone (its own METIS candidates compared by their flops), ``schur`` after."""
+    n = xadj.shape[0] - 1
+    sub_xadj, sub_adjncy, keep = interior_graph(xadj, adjncy, schur)
+
+    def flops(perm):
+        return elimination_tree(sub_xadj, sub_adjncy, perm).flops
+
+    inner = order(
+        sub_xadj,
+        sub_adjncy,
+        interior_ordering(ordering, schur, n),
+        None,
+        cost=flops,
+        allowance=allowance,
+    )
+    return replace(inner, perm=schur_last(inner.perm, keep, schur))
 
 
 def _pair_seconds(iperm, pairs):

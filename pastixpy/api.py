@@ -21,7 +21,14 @@ from .factorization import Factorization, check_rhs
 from .matrix import canonical_csc
 from .options import Options
 
-__all__ = ["Factorization", "PastixWarning", "factorize", "factorized", "spsolve"]
+__all__ = [
+    "Factorization",
+    "PastixWarning",
+    "factorize",
+    "factorized",
+    "schur_complement",
+    "spsolve",
+]
 
 
 def factorize(
@@ -40,6 +47,7 @@ def factorize(
     compress=None,
     comm=None,
     condest=False,
+    schur=None,
 ):
     """Factor a square sparse matrix: LLᵀ, LDLᵀ, LDLᴴ or LU.
 
@@ -120,6 +128,15 @@ def factorize(
         Estimate the 1-norm condition number once factored
         (:meth:`Factorization.condest`, a few refined solves) and put it in
         ``stats["condest"]`` (its time in ``stats["seconds"]["condest"]``).
+    schur : array_like of int, optional
+        Unknowns to keep: every other unknown is eliminated and the dense Schur
+        complement S = A₂₂ − A₂₁ A₁₁⁻¹ A₁₂ on them, in the order given, is
+        :meth:`Factorization.schur`; :meth:`Factorization.schur_reduce` and
+        :meth:`Factorization.schur_expand` are the partial solves around it. The
+        Schur unknowns are ordered last, as one block that the factorization
+        updates but does not factor (docs/solve.md, "Schur complement"). Not with
+        ``compress``, ``precision="mixed"`` or ``comm``; no row matching nor 2x2
+        pairs. Full solves still work (a dense LU of S between the sweeps).
 
     Returns
     -------
@@ -161,8 +178,14 @@ def factorize(
         compress=compress,
         comm=comm,
         condest=condest,
+        schur=schur,
     )
     if options.comm is not None:
+        if options.schur is not None:
+            raise OptionError(
+                "schur= is not available with comm= (a distributed factorization): factor "
+                "in one process"
+            )
         if analysis is not None:
             raise OptionError(
                 "analysis= cannot be reused with comm=: rank 0 analyses A itself (leave it out)"
@@ -240,6 +263,11 @@ def spsolve(A, b, permc_spec=None, use_umfpack=True, **options):
     t0 = time.perf_counter()
     analysis = options.pop("analysis", None)
     parsed = Options.from_keywords("spsolve", options)
+    if parsed.schur is not None:
+        raise OptionError(
+            "spsolve takes no schur=: it solves for every unknown; use "
+            "pastixpy.factorize(A, schur=...) for the Schur complement"
+        )
     x = None
     if simplicial.applies(C, parsed, analysis):
         x = simplicial.solve_small(C, bb, parsed.ordering)
@@ -275,3 +303,33 @@ def factorized(A, **options):
     """
     F = factorize(A, **options)
     return F.solve
+
+
+def schur_complement(A, schur, **options):
+    """The dense Schur complement S = A₂₂ − A₂₁ A₁₁⁻¹ A₁₂ of A on the unknowns ``schur``.
+
+    python-mumps's ``mumps.schur_complement(A, indices)`` under the same name: a
+    shorthand for ``factorize(A, schur=schur, **options).schur()``. Keep the
+    factorization instead (``F = factorize(A, schur=...)``) for the partial solves
+    around S (:meth:`Factorization.schur_reduce`, :meth:`Factorization.schur_expand`).
+
+    Parameters
+    ----------
+    A : sparse matrix or array (any format), square
+    schur : array_like of int
+        The unknowns kept: rows and columns of S, in this order.
+    **options
+        Passed to :func:`factorize`.
+
+    Returns
+    -------
+    S : ndarray, shape (len(schur), len(schur)), A's dtype
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> A = sp.csc_array([[4.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 2.0]])
+    >>> schur_complement(A, [2])  # 2 - [0 1] A₁₁⁻¹ [0 1]ᵀ
+    array([[1.63636364]])
+    """
+    return factorize(A, schur=schur, **options).schur()

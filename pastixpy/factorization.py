@@ -8,13 +8,14 @@ pipeline's; the handle adds the calling thread's last solve.
 """
 
 import threading
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as sla
 
-from . import determinants, persist, pipeline, solve_policy
-from .errors import InvalidInputError, PastixError, PatternMismatchError
+from . import determinants, persist, pipeline, solve, solve_policy
+from .errors import InvalidInputError, PastixError, PastixWarning, PatternMismatchError
 from .matrix import canonical_csc
 from .numeric import ONE_PROCESS
 from .runtime import blas_threads
@@ -241,6 +242,123 @@ class Factorization:
     def perm(self):
         """Pivot order: ``perm[k]`` is the column of A eliminated k-th."""
         return self.analysis.perm
+
+    # ------------------------------------------------------------------ Schur complement
+
+    def _schur_solver(self, what):
+        solver = self._live_solver
+        if self.analysis.schur is None:
+            raise PastixError(
+                f"{what} needs a Schur complement factorization: "
+                "pastixpy.factorize(A, schur=indices)"
+            )
+        return solver
+
+    def schur(self):
+        """The dense Schur complement S = A₂₂ − A₂₁ A₁₁⁻¹ A₁₂ of ``factorize(A, schur=idx)``.
+
+        Index 2 is ``idx`` (rows and columns of S in the order given), index 1 every
+        other unknown. S comes out of the factorization (the Schur unknowns are its
+        last block, updated by the others but not factored), not from ``len(idx)``
+        solves, as PaStiX's ``pastix_getSchur`` and MUMPS's ``ICNTL(19)`` give it.
+
+        Returns
+        -------
+        S : ndarray, shape (len(idx), len(idx)), A's dtype
+            A new array each call. Symmetric (Hermitian) when A is.
+
+        Warns
+        -----
+        PastixWarning
+            Static pivoting perturbed pivots of A₁₁: S is that of a nearby matrix.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from pastixpy import factorize
+        >>> from pastixpy.gallery import laplacian
+        >>> A = laplacian((6, 6))
+        >>> F = factorize(A, schur=[0, 35])
+        >>> S = F.schur()
+        >>> D = A.toarray(); i = np.arange(1, 35)
+        >>> ref = D[np.ix_([0, 35], [0, 35])] - D[np.ix_([0, 35], i)] @ np.linalg.solve(
+        ...     D[np.ix_(i, i)], D[np.ix_(i, [0, 35])])
+        >>> bool(np.allclose(S, ref))
+        True
+        """
+        solver = self._schur_solver("schur()")
+        if solver.factors.perturbed.any():
+            warnings.warn(
+                "the Schur complement is that of a nearby matrix: "
+                + solve_policy.perturbed_message(solver),
+                PastixWarning,
+                stacklevel=2,
+            )
+        return solve.schur_complement(solver)
+
+    def schur_reduce(self, b):
+        """The reduced right-hand side y = b₂ − A₂₁ A₁₁⁻¹ b₁ of a Schur complement
+        factorization: the forward elimination (MUMPS's condensation phase) that
+        leaves S x₂ = y for the Schur unknowns.
+
+        Parameters
+        ----------
+        b : array_like, shape (n,) or (n, k)
+
+        Returns
+        -------
+        y : ndarray, shape (len(idx),) or (len(idx), k), in the Schur unknowns' order
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from pastixpy import factorize
+        >>> from pastixpy.gallery import laplacian
+        >>> A = laplacian((6, 6)); b = np.ones(36)
+        >>> F = factorize(A, schur=[0, 35])
+        >>> x2 = np.linalg.solve(F.schur(), F.schur_reduce(b))
+        >>> x = F.schur_expand(b, x2)
+        >>> bool(np.allclose(A @ x, b))
+        True
+        """
+        solver = self._schur_solver("schur_reduce()")
+        b2, vector = self._rhs(b)
+        y = solve.schur_reduce(solver, b2)
+        return y[:, 0] if vector else y
+
+    def schur_expand(self, b, x_schur):
+        """The solution from the Schur unknowns' values: x₂ = ``x_schur`` and
+        x₁ = A₁₁⁻¹ (b₁ − A₁₂ x₂), the back substitution (MUMPS's expansion phase).
+
+        Parameters
+        ----------
+        b : array_like, shape (n,) or (n, k)
+            The right-hand side given to :meth:`schur_reduce`.
+        x_schur : array_like, shape (len(idx),) or (len(idx), k)
+            The Schur unknowns' values (a solution of S x₂ = y for A x = b).
+
+        Returns
+        -------
+        x : ndarray, shape of b
+        """
+        solver = self._schur_solver("schur_expand()")
+        b2, vector = self._rhs(b)
+        size = self.analysis.schur.size
+        x2 = np.asarray(x_schur)
+        if (
+            x2.ndim not in (1, 2)
+            or x2.shape[0] != size
+            or (x2.ndim == 1) != vector
+            or (x2.ndim == 2 and x2.shape[1] != b2.shape[1])
+        ):
+            raise InvalidInputError(
+                f"x_schur must have shape ({size},)"
+                + ("" if vector else f" or ({size}, {b2.shape[1]})")
+                + f" for this b: one value per Schur unknown and right-hand "
+                f"side, got {x2.shape}"
+            )
+        x = solve.schur_expand(solver, b2, x2.reshape(size, -1))
+        return x[:, 0] if vector else x
 
     # ------------------------------------------------------------------ as an operator:
     # F applies A⁻¹, so that scipy takes it where it takes a LinearOperator (M=F in gmres)

@@ -2,7 +2,7 @@
 factorize's options as one validated record."""
 
 import inspect
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from numbers import Integral, Real
 
 import numpy as np
@@ -10,6 +10,7 @@ import numpy as np
 from .compression import parse_compress
 from .errors import InvalidInputError, OptionError
 from .kinds import KINDS
+from .schur import check_schur
 
 
 def parse_option(value, choices, argname):
@@ -106,6 +107,9 @@ class Options:
         The ranks a distributed factorization spreads over (:mod:`pastixpy.distributed`).
     condest : bool
         Put the condition number estimate in the statistics (``stats["condest"]``).
+    schur : ndarray of int64 or None
+        The unknowns whose Schur complement the factorization leaves (checked against
+        the matrix's size by the pipeline; see :mod:`pastixpy.schur`).
     """
 
     kind: object = None
@@ -121,6 +125,7 @@ class Options:
     compress: object = None
     comm: object = None
     condest: bool = False
+    schur: np.ndarray | None = field(default=None, compare=False)
 
     @classmethod
     def parse(
@@ -137,6 +142,7 @@ class Options:
         compress=None,
         comm=None,
         condest=False,
+        schur=None,
     ):
         """Validate :func:`pastixpy.factorize`'s keyword arguments into Options."""
         kind, _ = parse_option(kind, KIND_CHOICES, "kind")
@@ -193,6 +199,7 @@ class Options:
             compress=compress,
             comm=comm,
             condest=_switch(condest, "condest"),
+            schur=check_schur(schur),
         )
 
     @classmethod

@@ -43,11 +43,12 @@ from .errors import (
 )
 from .kinds import Kind, auto_kind, check_kind, indefinite_kind
 from .matrix import symmetric_pattern, symmetry_of
-from .numeric import ONE_PROCESS, AssemblyMap, PanelLayout, is_small
+from .numeric import ONE_PROCESS, AssemblyMap, PanelLayout, SchurFactors, is_small
 from .options import parse_option
 from .ordering import METIS_UFACTORS, ORDERINGS
 from .preprocess import check_structural_rank, preprocess
 from .runtime import blas_threads
+from .schur import check_schur, check_schur_options
 from .solve import Solver, pivot_order_gathers
 
 #: Wider supernodes for a second try when static pivoting defeats refinement:
@@ -120,6 +121,8 @@ def run_factorization(C, options, analysis=None, backend=ONE_PROCESS, t0=None):
     """
     t0 = time.perf_counter() if t0 is None else t0
     checked = check(C, options)
+    if analysis is not None:
+        _check_schur_analysis(analysis, options)
     seconds = {"check": time.perf_counter() - t0, "preprocess": 0.0, "analysis": 0.0}
     work = options.working_dtype(C.dtype)
     if work != C.dtype:
@@ -186,6 +189,13 @@ def check(C, options):
     OptionError, InvalidInputError, SingularMatrixError
     """
     _check_refine_tol(options, C.dtype)
+    if options.schur is not None:
+        check_schur(options.schur, C.shape[0])
+        check_schur_options(
+            compress=options.compress,
+            mixed=options.factor_dtype(C.dtype) != options.working_dtype(C.dtype),
+            comm=options.comm,
+        )
     symmetry = symmetry_of(C)
     kind, reason = _chosen_kind(C, symmetry, options)
     exact = check_kind(kind, C, symmetry, "factorize", stacklevel=5)
@@ -308,7 +318,7 @@ def _indefinite_plan(C, plan, options, seconds):
     if plan.given_analysis:
         return replace(plan, kind=kind, prep=None)
     t0 = time.perf_counter()
-    prep = preprocess(C, kind, matching=options.matching, scaling=options.scaling)
+    prep = preprocess(C, kind, matching=_matching(options), scaling=options.scaling)
     seconds["preprocess"] += time.perf_counter() - t0
     analysis = plan.analysis if prep.pairs is None else None
     return replace(plan, kind=kind, prep=prep, analysis=analysis)
@@ -332,6 +342,7 @@ def _attempt(C, plan, options, seconds, backend, reuse):
             threads=options.threads,
             allowance=backend.allowance(options.threads),
             clusters=None if options.compress is None else options.compress.clusters,
+            schur=options.schur,
         )
     t2 = time.perf_counter()
     seconds["preprocess"] += t1 - t0
@@ -371,6 +382,8 @@ def _attempt(C, plan, options, seconds, backend, reuse):
     finally:
         # Every try's seconds count, a Cholesky that failed included.
         seconds["factorize"] = seconds.get("factorize", 0.0) + time.perf_counter() - t3
+    if analysis.schur is not None:
+        factors = SchurFactors.complete(factors, B, analysis.schur)
     perturbed = np.flatnonzero(factors.perturbed)
     footprint = factors.footprint()
     refine = options.refine
@@ -405,6 +418,7 @@ def _attempt(C, plan, options, seconds, backend, reuse):
         pivot_tol=float(pivot_tol),
         matching=prep.row_perm is not None,
         pairs=0 if prep.pairs is None else int(prep.pairs.shape[0]),
+        schur=0 if analysis.schur is None else int(analysis.schur.size),
         scaling=bool(prep.scaled),
         refinement_steps=0,
         refinement=None,
@@ -426,7 +440,7 @@ def _preprocessed(C, plan, options):
     given = plan.analysis is not None and plan.given_analysis
     # A given analysis fixes the pattern: pairs cannot be added, a row matching
     # is kept only if the analysis was made after it (F.analysis).
-    matching = options.matching and (not given or plan.kind.two_factors)
+    matching = _matching(options) and (not given or plan.kind.two_factors)
     if prep is None:
         prep = preprocess(C, plan.kind, matching=matching, scaling=options.scaling)
     B = prep.apply(C)
@@ -439,6 +453,28 @@ def _preprocessed(C, plan, options):
             "or leave analysis= out"
         )
     return prep, B
+
+
+def _matching(options):
+    """Whether the preprocessing may match rows (LU) or pair unknowns (LDLᵀ): not for a
+    Schur complement, which is of A's own rows and columns, each Schur unknown alone."""
+    return options.matching and options.schur is None
+
+
+def _check_schur_analysis(analysis, options):
+    """An OptionError where a given analysis was made for other Schur unknowns (or for
+    some, or for none) than ``schur=`` asks."""
+    given, asked = analysis.schur, options.schur
+    if given is None and asked is None:
+        return
+    if given is None or asked is None or not np.array_equal(given, asked):
+        raise OptionError(
+            "the analysis was made for "
+            + ("no Schur unknowns" if given is None else f"{given.size} Schur unknowns")
+            + " but schur= asks for "
+            + ("none" if asked is None else f"{asked.size}" + ("" if given is None else " others"))
+            + ": give analyze() the same schur= as factorize(), or leave analysis= out"
+        )
 
 
 def _ordering(options, plan):

@@ -470,3 +470,81 @@ def unpermute_rows_inplace(a, index):
     (the inverse of :func:`permuted_rows`, without a second array)."""
     _numeric.scatter_rows_inplace(a, np.ascontiguousarray(index, dtype=np.int64))
     return a
+
+
+# ---------------------------------------------------------------------- Schur complement:
+# the partial solves of :class:`pastixpy.numeric.schur.SchurFactors` in the user's numbering
+# and scaling (B = D_r A D_c, no row matching with schur=).
+
+
+def _schur_factors(solver):
+    F = solver.factors
+    if not hasattr(F, "reduce"):
+        raise TypeError("not the factors of a Schur complement factorization")
+    return F
+
+
+def _by_parts(solver, b2, run):
+    """``run`` on b2 converted to the factors' dtype; a complex b2 with real factors as
+    its real and imaginary parts."""
+    F = solver.factors
+    if np.iscomplexobj(b2) and not np.iscomplexobj(np.empty(0, F.dtype)):
+        return run(b2.real) + 1j * run(b2.imag)
+    return run(b2)
+
+
+def schur_complement(solver):
+    """S = A₂₂ − A₂₁ A₁₁⁻¹ A₁₂ on the Schur unknowns, in their order, A's dtype: the
+    factors' S of the scaled B unscaled (S_B = D_r₂ S D_c₂)."""
+    F = _schur_factors(solver)
+    S = F.schur.astype(solver.dtype)
+    _, _, _, dr, dc = solver.gathers["N"]
+    if dr is not None:
+        S = S / dr[F.first :] / dc[F.first :].T
+    return S
+
+
+def schur_reduce(solver, b2):
+    """The reduced right-hand side y = b₂ − A₂₁ A₁₁⁻¹ b₁ of a checked 2-D b2 (A's
+    numbering), on the Schur unknowns in their order."""
+    F = _schur_factors(solver)
+    into, _, _, dr, _ = solver.gathers["N"]
+
+    def run(R):
+        X = np.ascontiguousarray(R[into], dtype=F.dtype)
+        if dr is not None:
+            X *= dr
+        F.reduce(X)
+        y = X[F.first :]
+        if dr is not None:
+            y /= dr[F.first :]
+        return y.astype(np.promote_types(solver.dtype, R.dtype), copy=False)
+
+    return _by_parts(solver, b2, run)
+
+
+def schur_expand(solver, b2, x2):
+    """x with x₂ on the Schur unknowns and x₁ = A₁₁⁻¹ (b₁ − A₁₂ x₂) on the others, for
+    checked 2-D b2 (A's numbering) and x2 (the Schur unknowns' order)."""
+    F = _schur_factors(solver)
+    into, back, _, dr, dc = solver.gathers["N"]
+
+    def run(parts):
+        R, Y = parts
+        X = np.ascontiguousarray(R[into], dtype=F.dtype)
+        if dr is not None:
+            X *= dr
+        F.reduce(X)
+        X[F.first :] = Y / dc[F.first :] if dc is not None else Y
+        F.expand(X)
+        if dc is not None:
+            X *= dc
+        x = np.empty(X.shape, np.promote_types(solver.dtype, R.dtype))
+        x[back] = X
+        x[back[F.first :]] = Y  # as given, not through the scaling and back
+        return x
+
+    F_complex = np.iscomplexobj(np.empty(0, F.dtype))
+    if (np.iscomplexobj(b2) or np.iscomplexobj(x2)) and not F_complex:
+        return run((b2.real, np.real(x2))) + 1j * run((np.imag(b2), np.imag(x2)))
+    return run((b2, x2))

@@ -42,6 +42,7 @@ LAYERS = [
             "permutation",
             "persist",
             "version",
+            "schur",
             "io",
             "errors",
             "gallery",

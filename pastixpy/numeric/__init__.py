@@ -11,7 +11,9 @@ Works in pivot order on an already preprocessed matrix B (scaled, rows matched);
 - :mod:`.factors`: the :class:`Factors` interface, the one-process :class:`LocalFactors`,
   the pivots, and the triangular :func:`~.factors.sweep` of every backend;
 - :mod:`.backend`: the numeric phase as the pipeline's parameter (:data:`ONE_PROCESS`);
-- :mod:`.forecast`: the memory a factorization will take, before it is allocated.
+- :mod:`.forecast`: the memory a factorization will take, before it is allocated;
+- :mod:`.schur`: the factors of a Schur complement factorization (:class:`SchurFactors`:
+  every cblk factored but the last, S, and the partial solves).
 
 Threads and memory release come from :mod:`pastixpy.runtime`.
 """
@@ -26,8 +28,10 @@ from .factorize import (
 from .factors import Factors, Footprint, LocalFactors, Pivots, storage_footprint, sweep
 from .kernels import NumericTask, allocate_storage, factor_cblks
 from .layout import AssemblyMap, PanelLayout, SolvePlan
+from .schur import SchurFactors
 
 __all__ = [
+    "SchurFactors",
     "ONE_PROCESS",
     "PARALLEL_MIN_FLOPS",
     "AssemblyMap",

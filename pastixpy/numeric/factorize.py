@@ -133,7 +133,15 @@ def factorize_numeric(
         # asked: starting threads costs more than they save, and on a machine with as
         # many cores as threads the OpenMP and BLAS threads that wait spinning after a
         # region take the caller's core from it through the calls that follow.
-        failed = factor_cblks(task, storage, pivots, threads, progress=progress, one_blas=small)
+        failed = factor_cblks(
+            task,
+            storage,
+            pivots,
+            threads,
+            only=schur_excluded(analysis, layout),
+            progress=progress,
+            one_blas=small,
+        )
     except MemoryError as exc:
         if isinstance(exc, OutOfMemoryError):
             raise
@@ -146,6 +154,16 @@ def factorize_numeric(
     storage.freeze()
     pivots.freeze()
     return LocalFactors(kind, layout, storage, pivots, threads)
+
+
+def schur_excluded(analysis, layout):
+    """The cblks to factor where the analysis keeps Schur unknowns (every cblk but the
+    last, which only receives the others' updates: :mod:`pastixpy.schur`), else None."""
+    if analysis.schur is None:
+        return None
+    only = np.ones(layout.ncblk, dtype=np.int8)
+    only[-1] = 0
+    return only
 
 
 def raise_if_failed(failed, analysis):
