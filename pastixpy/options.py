@@ -10,6 +10,7 @@ import numpy as np
 from .compression import parse_compress
 from .errors import InvalidInputError, OptionError
 from .kinds import KINDS
+from .memory import parse_bytes
 
 
 def parse_option(value, choices, argname):
@@ -106,6 +107,14 @@ class Options:
         The ranks a distributed factorization spreads over (:mod:`pastixpy.distributed`).
     condest : bool
         Put the condition number estimate in the statistics (``stats["condest"]``).
+    memory_limit : int, "auto" or None
+        The memory budget in bytes (``"auto"``: what the process may take), or None (no
+        budget): see :mod:`pastixpy.budget`.
+    fixed : frozenset
+        With a memory budget, what the user fixed that it may not change:
+        ``"compress"`` (``compress=`` given, ``False`` included: never compress) and
+        ``"strategy"`` (compression's strategy named). A precision other than
+        ``"auto"`` is fixed too.
     """
 
     kind: object = None
@@ -121,6 +130,8 @@ class Options:
     compress: object = None
     comm: object = None
     condest: bool = False
+    memory_limit: object = None
+    fixed: frozenset = frozenset()
 
     @classmethod
     def parse(
@@ -137,6 +148,7 @@ class Options:
         compress=None,
         comm=None,
         condest=False,
+        memory_limit=None,
     ):
         """Validate :func:`pastixpy.factorize`'s keyword arguments into Options."""
         kind, _ = parse_option(kind, KIND_CHOICES, "kind")
@@ -166,6 +178,12 @@ class Options:
         fallback = pkw.get("fallback", True)
         if not isinstance(fallback, bool):
             raise OptionError(f"precision 'mixed' takes fallback=True or False, got {fallback!r}")
+        fixed = frozenset()
+        if memory_limit is not None:
+            if not (isinstance(memory_limit, str) and memory_limit == "auto"):
+                memory_limit = parse_bytes(memory_limit, "memory_limit")
+            parse_compress(compress)  # valid before it is read
+            fixed = _fixed_by_user(compress)
         compress = parse_compress(compress)
         if comm is not None:
             if not all(hasattr(comm, a) for a in ("Get_rank", "Get_size", "bcast", "Recv")):
@@ -193,6 +211,8 @@ class Options:
             compress=compress,
             comm=comm,
             condest=_switch(condest, "condest"),
+            memory_limit=memory_limit,
+            fixed=fixed,
         )
 
     @classmethod
@@ -230,6 +250,16 @@ class Options:
         if self.precision in ("double", "mixed"):
             return np.dtype(np.complex128 if dtype.kind == "c" else np.float64)
         return dtype
+
+
+def _fixed_by_user(compress):
+    """What a ``compress=`` argument fixes for the memory budget (:attr:`Options.fixed`):
+    nothing for None, ``"compress"`` for anything else (``False``: no compression), and
+    ``"strategy"`` where it names the strategy."""
+    if compress is None:
+        return frozenset()
+    named = isinstance(compress, tuple) and len(compress) == 2 and "strategy" in compress[1]
+    return frozenset({"compress", "strategy"} if named else {"compress"})
 
 
 def _switch(value, argname):
