@@ -236,7 +236,7 @@ def choose(B, analysis, layout, amap, kind, options, excluded=()):
             "estimate": needed,
             "reserve": reserve,
             "fits": (effective is None or needed <= effective)
-            and (space is None or needed + reserve <= space.bytes),
+            and (space is None or needed + reserve <= space),
         }
     chosen = next(
         (c for c in CONFIGURATIONS if c.name not in ruled and forecasts[c.name]["fits"]), None
@@ -310,13 +310,10 @@ def _nothing_fits(stats, source, options, kind):
     if source.startswith("memory_limit"):
         tips.append(f"a memory_limit of at least {_size(smallest + stats['held'])}")
     would = [
-        f"{n} would fit but {ruled[n]}" for n in forecasts if n in ruled and forecasts[n]["fits"]
+        f"{n} would fit but is ruled out ({ruled[n]})"
+        for n in forecasts
+        if n in ruled and forecasts[n]["fits"]
     ]
-    tol = (options.compress or Compression()).tol
-    tips.append(
-        f"a looser compression tolerance (compress=('blr', {{'tol': {tol * 100:g}}})) "
-        "stores smaller tiles"
-    )
     if options.threads is None or options.threads > 1:
         tips.append("fewer threads (threads=1) take less work memory")
     if kind.two_factors:

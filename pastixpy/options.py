@@ -197,6 +197,12 @@ class Options:
                     "compress strategy 'minmem' gathers a cblk's updates from every cblk "
                     "facing it and cannot take them from other ranks: use 'jit' with comm="
                 )
+            elif memory_limit is not None:
+                raise OptionError(
+                    "memory_limit= chooses the configuration of one process's "
+                    "factorization and cannot be used with comm=: each rank checks its own "
+                    "share against what it may take (leave memory_limit out)"
+                )
         return cls(
             kind=kind,
             ordering=ordering,

@@ -300,12 +300,16 @@ def _run(C, plan, options, seconds, retries, backend, reuse=None):
                     fallback + "; precision=('mixed', {'fallback': False}) refuses to "
                     "refactor in double: use precision='double'"
                 )
+            again = "; chose again in double precision, within the memory budget"
+            budgeted = state.plan.budget is not None
             warnings.warn(
-                fallback + "; refactored in double precision", PastixWarning, stacklevel=4
+                fallback + (again if budgeted else "; refactored in double precision"),
+                PastixWarning,
+                stacklevel=4,
             )
             retries.append("mixed precision fell back to double")
             state.solver = None
-            if state.plan.budget is not None:
+            if budgeted:
                 options = replace(options, precision="auto")  # C is in the working precision
                 plan = _rechoose(state, budget.MIXED, "single-precision factors not refined")
             else:
