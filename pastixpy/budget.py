@@ -215,9 +215,10 @@ def choose(B, analysis, layout, amap, kind, options, excluded=()):
     bounds.append(None if room is None else room.bytes)
     effective = min((x for x in bounds if x is not None), default=None)
     if limit is not None and (room is None or limit - held <= room.bytes):
-        source = (
-            f"memory_limit {_size(limit)}, less {_size(held)} that the preprocessed "
-            "matrix and the assembly map hold"
+        source = f"memory_limit {_size(limit)}" + (
+            f", less {_size(held)} that the preprocessed matrix and the assembly map hold"
+            if held
+            else ""
         )
     else:
         source = "no limit known" if room is None else room.limit

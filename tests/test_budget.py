@@ -4,6 +4,7 @@ nothing fits, the fallbacks, and an accurate answer in whatever configuration is
 
 import json
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -244,7 +245,8 @@ def test_what_the_user_fixed_is_kept(synthetic):
         m["ruled_out"][c.name] == "precision='double' was given" for c in CONFIGURATIONS if c.mixed
     )
     # compress=False: never compressed.
-    F = pastixpy.factorize(A, memory_limit=_estimate("mixed"), compress=False)
+    with pytest.warns(MemoryBudgetWarning, match="mixed instead of full-rank"):
+        F = pastixpy.factorize(A, memory_limit=_estimate("mixed"), compress=False)
     assert F.stats["memory_budget"]["chosen"] == "mixed" and F.stats["compression"] is None
     with pytest.raises(
         OutOfMemoryError, match=r"blr-jit would fit but is ruled out \(compress=False was given"
@@ -277,7 +279,8 @@ def test_the_effective_limit_is_the_smaller_of_the_limit_and_the_headroom(synthe
         m = F.stats["memory_budget"]
         assert m["chosen"] == "mixed+blr-jit" and m["effective"] == room.bytes
         assert m["available"] == room.bytes and m["available_from"] == "a test's limit"
-    F = pastixpy.factorize(A, memory_limit=_estimate("mixed"))  # the smaller: the limit
+    with pytest.warns(MemoryBudgetWarning, match=r"\(a test's limit\)"):
+        F = pastixpy.factorize(A, memory_limit=_estimate("mixed"))  # the room is smaller
     assert F.stats["memory_budget"]["chosen"] == "mixed+blr-jit"
 
 
@@ -298,6 +301,11 @@ def test_a_refactorization_keeps_the_configuration(synthetic, monkeypatch):
     assert F.stats["compression"]["strategy"] == "jit"
     b = np.ones(A.shape[0])
     assert backward_error(A2, F.solve(b), b) < 1e-12
+    # A copy keeps it too.
+    G = pickle.loads(pickle.dumps(F))
+    G.refactorize(A)
+    assert calls == [1] and G.stats["memory_budget"] == stats
+    assert G.stats["precision"] == "mixed" and G.stats["compression"]["strategy"] == "jit"
 
 
 def test_running_out_during_the_factorization_chooses_again(monkeypatch):
@@ -332,12 +340,16 @@ def test_mixed_precision_that_cannot_be_refined_chooses_again_in_double(syntheti
     assert m["ruled_out"]["mixed"] == "single-precision factors not refined"
     assert "mixed precision fell back to double" in F.stats["retries"]
     # Compression allowed: the fastest double-precision configuration that fits.
-    with pytest.warns(MemoryBudgetWarning, match="blr-jit instead of full-rank"):
+    with (
+        pytest.warns(MemoryBudgetWarning, match="blr-jit instead of full-rank"),
+        pytest.warns(pastixpy.PastixWarning, match="chose again in double precision"),
+    ):
         F = pastixpy.factorize(A, memory_limit=_estimate("mixed"), precision="mixed")
     assert F.stats["memory_budget"]["chosen"] == "blr-jit"
     # Where nothing in double precision fits, the budget says so.
-    with pytest.raises(
-        OutOfMemoryError, match=r"mixed would fit but is ruled out \(single-precision"
+    with (
+        pytest.warns(pastixpy.PastixWarning, match="chose again in double precision"),
+        pytest.raises(OutOfMemoryError, match=r"mixed would fit but is ruled out \(single-p"),
     ):
         pastixpy.factorize(A, memory_limit=_estimate("mixed"), precision="mixed", compress=False)
 
