@@ -1,10 +1,15 @@
 """The memory budget: ``factorize(A, memory_limit=...)`` chooses, before anything is
-allocated, the fastest configuration of the numeric factorization whose forecast fits.
+allocated, the first configuration of the numeric factorization whose forecast fits.
 
-The configurations (:data:`CONFIGURATIONS`), fastest first: full rank in A's precision;
-mixed precision (single-precision factors refined to A's precision); block low-rank
-compression just in time; mixed precision with it; block low-rank with minimal memory;
-mixed precision with it. Each is forecast on the analysis made, by the numeric phase's
+The configurations (:data:`CONFIGURATIONS`), in order of preference: full rank in A's
+precision; mixed precision (single-precision factors refined to A's precision); block
+low-rank compression just in time; mixed precision with it; block low-rank with minimal
+memory; mixed precision with it. Factors in A's precision come before single-precision
+ones and full rank before compression (what the options ask for first, then what needs
+less refinement to rely on), just in time before minimal memory; it is not the order of
+measured speed everywhere (``benchmarks/budget.py``: on 3D Laplacians mixed precision is
+faster than full rank, and mixed with just in time than just in time in double; see
+docs/solve.md). Each is forecast on the analysis made, by the numeric phase's
 own forecast (:func:`pastixpy.numeric.numeric_forecast`: panels, A's entries, the
 threads' work, compressed cblks' panels, tiles and work), and the first that fits the
 effective limit is chosen: the smaller of ``memory_limit`` and what the process may
@@ -79,7 +84,7 @@ class Configuration:
         return replace(options, precision=precision, compress=compress)
 
 
-#: Fastest first (``benchmarks/budget.py`` measures them).
+#: In order of preference (the module's text; ``benchmarks/budget.py`` times them).
 CONFIGURATIONS = (
     Configuration("full-rank", False, None),
     Configuration("mixed", True, None),

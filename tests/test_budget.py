@@ -13,6 +13,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
+from hypothesis import given
+from hypothesis import strategies as st
 
 import pastixpy
 import pastixpy.numeric.backend
@@ -58,6 +61,16 @@ def backward_error(A, x, b):
 def test_sizes_are_read_in_bytes(value, nbytes):
     assert memory.parse_bytes(value) == nbytes
     assert pastixpy.options.Options.parse(memory_limit=value).memory_limit == nbytes
+
+
+@given(
+    count=st.integers(min_value=1, max_value=10**6),
+    unit=st.sampled_from(sorted(memory.BYTE_UNITS)),
+    case=st.sampled_from([str.lower, str.upper, lambda u: u]),
+    space=st.sampled_from(["", " "]),
+)
+def test_any_count_of_any_unit(count, unit, case, space):
+    assert memory.parse_bytes(f"{count}{space}{case(unit)}") == count * memory.BYTE_UNITS[unit]
 
 
 @pytest.mark.parametrize(
@@ -375,6 +388,50 @@ def test_the_real_forecasts_and_a_limit_between_them():
     assert backward_error(A, G.solve(b), b) < 1e-12
     with pytest.raises(OutOfMemoryError, match="no configuration fits"):
         pastixpy.factorize(A, memory_limit=m["held"] + 1024, threads=1)
+
+
+def _variant(case):
+    """A 12³ Laplacian made into each kind and dtype the budget meets."""
+    L = laplacian((12, 12, 12))
+    if case == "lu":  # unsymmetric: convection
+        n = L.shape[0]
+        return (L + sp.diags_array([0.3 * np.ones(n - 1)], offsets=[1])).tocsc(), "lu"
+    if case == "complex-symmetric":
+        return (L * (1 + 0.2j)).tocsc(), "ldlt"
+    if case == "hermitian":
+        n = L.shape[0]
+        skew = sp.diags_array([0.05j * np.ones(n - 1)], offsets=[1])
+        return (L + skew + skew.conj().T).tocsc(), "llt"
+    if case == "indefinite":  # a positive diagonal: LLᵀ is tried first, then LDLᵀ
+        return (L - 0.5 * sp.eye_array(L.shape[0])).tocsc(), "ldlt"
+    return L.astype(np.float32), "llt"
+
+
+@pytest.mark.parametrize("case", ["lu", "complex-symmetric", "hermitian", "indefinite", "float32"])
+def test_each_kind_and_dtype_under_a_limit_between_full_rank_and_mixed(case):
+    """With real forecasts, a limit under full rank's: mixed precision (single-precision
+    factors of the matrix's kind, refined to its precision) for double-precision
+    matrices, accurate against the residual computed here; a single-precision matrix
+    has no mixed configuration and is refused, saying so."""
+    M, kind = _variant(case)
+    F = pastixpy.factorize(M, memory_limit="auto", threads=1)
+    m = F.stats["memory_budget"]
+    assert F.kind == kind and m["chosen"] == "full-rank"
+    limit = m["held"] + m["forecasts"]["full-rank"]["estimate"] - 1
+    b = M @ np.linspace(1.0, 2.0, M.shape[0]).astype(M.dtype)
+    if case == "float32":
+        assert m["ruled_out"]["mixed"] == "A is in single precision: its factors are single already"
+        with pytest.raises(OutOfMemoryError, match="mixed ruled out .A is in single precision"):
+            pastixpy.factorize(M, memory_limit=limit, threads=1, compress=False)
+        return
+    with pytest.warns(MemoryBudgetWarning, match="mixed instead of full-rank"):
+        G = pastixpy.factorize(M, memory_limit=limit, threads=1)
+    assert G.stats["memory_budget"]["chosen"] == "mixed" and G.kind == kind
+    if case == "indefinite":  # chosen again for the LDLᵀ try
+        assert G.stats["retries"] == ["not positive definite: ldlt"]
+    assert G.stats["factor_dtype"] == ("complex64" if M.dtype.kind == "c" else "float32")
+    x = G.solve(b)
+    assert x.dtype == M.dtype and backward_error(M, x, b) < 1e-12
 
 
 def test_the_command_line_takes_a_memory_limit(capsys):
