@@ -20,6 +20,11 @@ A try can end in three ways that call for another, each recorded in
 - mixed precision cannot reach the tolerance: double precision, with a warning (or a
   MixedPrecisionError when the fallback was refused).
 
+With ``memory_limit``, the configuration (precision, compression) is the memory
+budget's (:mod:`pastixpy.budget`), chosen once the assembly map is built and before the
+numeric phase allocates; the last two fallbacks rule configurations out and the budget
+chooses again, as it does where a try runs out of memory during its factorization.
+
 Solves never retry: a solve does not change the factorization.
 """
 

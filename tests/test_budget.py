@@ -367,6 +367,21 @@ def test_mixed_precision_that_cannot_be_refined_chooses_again_in_double(syntheti
         pastixpy.factorize(A, memory_limit=_estimate("mixed"), precision="mixed", compress=False)
 
 
+def test_compressed_factors_that_cannot_be_refined_choose_again_uncompressed(
+    synthetic, monkeypatch
+):
+    probe = solve_policy.probe
+    monkeypatch.setattr(solve_policy, "probe", lambda s: not s.compressed and probe(s))
+    with pytest.warns(pastixpy.PastixWarning, match="chose again without compression"):
+        F = pastixpy.factorize(A, memory_limit=_estimate("full-rank"), compress=1e-8)
+    m = F.stats["memory_budget"]
+    assert m["chosen"] == "full-rank" and F.stats["compression"] is None
+    assert all(m["ruled_out"][n] == "compressed factors not refined" for n in budget.COMPRESSED)
+    assert "compression fell back to full rank" in F.stats["retries"]
+    b = np.ones(A.shape[0])
+    assert backward_error(A, F.solve(b), b) < 1e-12
+
+
 # ---------------------------------------------------------------------------- real forecasts
 
 
