@@ -48,6 +48,7 @@ def factorize(
     comm=None,
     condest=False,
     schur=None,
+    memory_limit=None,
 ):
     """Factor a square sparse matrix: LLᵀ, LDLᵀ, LDLᴴ or LU.
 
@@ -137,6 +138,17 @@ def factorize(
         updates but does not factor (docs/solve.md, "Schur complement"). Not with
         ``compress``, ``precision="mixed"`` or ``comm``; no row matching nor 2x2
         pairs. Full solves still work (a dense LU of S between the sweeps).
+    memory_limit : int, str or None
+        A memory budget: bytes (``8 * 2**30``), a size (``"8GiB"``, ``"512MiB"``,
+        ``"2.5GB"``), or ``"auto"`` (what the process may take). Before anything is
+        allocated, the fastest configuration whose forecast fits the smaller of this and
+        what the process may still take is chosen (:mod:`pastixpy.budget`): full rank,
+        mixed precision, block low-rank just in time, mixed with it, minimal memory,
+        mixed with it; a precision other than ``"auto"``, ``compress=`` (``False``:
+        never compress) and a named compression strategy are kept.
+        ``stats["memory_budget"]`` says what was chosen and why, with each
+        configuration's forecast; a :class:`~pastixpy.errors.MemoryBudgetWarning` says
+        so where it is not the configuration asked for. Refactorizations keep it.
 
     Returns
     -------
@@ -151,7 +163,8 @@ def factorize(
     NotPositiveDefiniteError
         ``kind="llt"`` and A is not positive definite.
     OutOfMemoryError
-        The factors would not fit in the memory this process may take.
+        The factors would not fit in the memory this process may take (with
+        ``memory_limit``: no configuration fits the budget).
     MixedPrecisionError
         ``precision=("mixed", {"fallback": False})`` and single-precision factors
         cannot reach the tolerance.
@@ -179,6 +192,7 @@ def factorize(
         comm=comm,
         condest=condest,
         schur=schur,
+        memory_limit=memory_limit,
     )
     if options.comm is not None:
         if options.schur is not None:

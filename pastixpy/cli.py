@@ -174,6 +174,14 @@ def _parser():
         help="how a tile is compressed (default: rrqr, pivoted QR stopped at the "
         f"tolerance). Implies --compress {Compression.tol:g} when --compress is not given",
     )
+    s.add_argument(
+        "--memory-limit",
+        metavar="SIZE",
+        help="a memory budget (e.g. 8GiB, 512MiB, 2.5GB, a number of bytes, or auto: what "
+        "the process may take): the fastest configuration whose forecast fits is chosen "
+        "before allocating (full rank, mixed precision, block low-rank just in time or "
+        "minimal memory, and mixed with either); --precision and --compress* given are kept",
+    )
     return p
 
 
@@ -240,6 +248,9 @@ def format_solve(stats):
             ),
             ("time: compression", f"{c['seconds']:.3f} s (summed over threads)"),
         ]
+    m = stats.get("memory_budget")
+    if m:
+        rows.append(("memory budget", f"{m['chosen']}: {m['why']}"))
     if stats.get("peak_memory_bytes"):
         rows.append(("peak memory", f"{stats['peak_memory_bytes'] / 2**20:,.1f} MiB (the process)"))
     d = stats.get("distributed")
@@ -301,6 +312,7 @@ def _solve(args, A, b, comm=None):
                 compress=_compress_option(args),
                 progress=bar if comm is None else None,
                 comm=comm,
+                memory_limit=args.memory_limit,
             )
             x = F.solve(b)
     finally:

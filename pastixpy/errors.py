@@ -13,6 +13,7 @@ __all__ = [
     "MixedPrecisionError",
     "PastixWarning",
     "StagnationWarning",
+    "MemoryBudgetWarning",
 ]
 
 
@@ -32,6 +33,13 @@ class StagnationWarning(PastixWarning):
     broke down. The message says what it saw (iterations, residual, recent reduction per
     iteration), what that rate projects, and what to try; the solver's
     ``stats["solve"]["stop"]`` says which."""
+
+
+class MemoryBudgetWarning(PastixWarning):
+    """``factorize(A, memory_limit=...)`` chose another configuration than the one asked
+    for (mixed precision, block low-rank compression or its minimal-memory strategy),
+    because the one asked for does not fit: the message says which was chosen and
+    what each needs; ``stats["memory_budget"]`` holds the figures."""
 
 
 class InvalidInputError(PastixError, ValueError):

@@ -8,12 +8,15 @@ system's available memory plus free swap. Linux only; elsewhere nothing is
 known and nothing is refused.
 """
 
+import math
 import os
+import re
 import resource
 from dataclasses import dataclass
+from numbers import Integral, Real
 from pathlib import Path
 
-from .errors import OutOfMemoryError
+from .errors import OptionError, OutOfMemoryError
 
 #: A cgroup "limit" this large means no limit (cgroup v1 reports 2⁶³ rounded to pages).
 _NO_LIMIT = 2**60
@@ -28,6 +31,61 @@ class Headroom:
     bytes: int
     limit: str
     address_space: bool = False
+
+
+#: The units :func:`parse_bytes` reads (any case): decimal (kB, MB, GB, TB: powers of
+#: 1000) and binary (KiB, MiB, GiB, TiB: powers of 1024) multiples of a byte.
+BYTE_UNITS = {
+    "b": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+}
+
+_SIZE = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*")
+
+
+def parse_bytes(value, argname="memory_limit"):
+    """A size in bytes: a positive number of bytes, or a string such as ``"8GiB"``,
+    ``"512MiB"``, ``"2.5GB"`` or ``"1000000"`` (units: :data:`BYTE_UNITS`).
+
+    Raises
+    ------
+    OptionError
+        Naming ``argname``, for anything else (zero, a negative or fractional count of
+        bytes, an unknown unit).
+
+    Examples
+    --------
+    >>> parse_bytes("512MiB"), parse_bytes("2.5GB"), parse_bytes(4096)
+    (536870912, 2500000000, 4096)
+    """
+    hint = "give a number of bytes or a size such as '8GiB', '512MiB' or '2.5GB'"
+    if isinstance(value, str):
+        match = _SIZE.fullmatch(value)
+        unit = match.group(2).lower() if match else None
+        if match is None or (unit and unit not in BYTE_UNITS):
+            raise OptionError(
+                f"{argname}={value!r} is not a size: {hint} (units: B, kB, MB, GB, TB, "
+                "KiB, MiB, GiB, TiB)"
+            )
+        nbytes = float(match.group(1)) * BYTE_UNITS[unit or "b"]
+    elif isinstance(value, Real) and not isinstance(value, bool):
+        nbytes = float(value)
+        if isinstance(value, Integral):
+            nbytes = int(value)
+        elif math.isfinite(nbytes) and nbytes != int(nbytes):
+            raise OptionError(f"{argname}={value!r} is not a whole number of bytes: {hint}")
+    else:
+        raise OptionError(f"{argname}={value!r} is not a size: {hint}")
+    if not (math.isfinite(nbytes) and nbytes >= 1):
+        raise OptionError(f"{argname}={value!r} must be a finite size of at least one byte: {hint}")
+    return int(nbytes)
 
 
 def headroom():

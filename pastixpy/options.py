@@ -10,6 +10,7 @@ import numpy as np
 from .compression import parse_compress
 from .errors import InvalidInputError, OptionError
 from .kinds import KINDS
+from .memory import parse_bytes
 from .schur import check_schur
 
 
@@ -110,6 +111,14 @@ class Options:
     schur : ndarray of int64 or None
         The unknowns whose Schur complement the factorization leaves (checked against
         the matrix's size by the pipeline; see :mod:`pastixpy.schur`).
+    memory_limit : int, "auto" or None
+        The memory budget in bytes (``"auto"``: what the process may take), or None (no
+        budget): see :mod:`pastixpy.budget`.
+    fixed : frozenset
+        With a memory budget, what the user fixed that it may not change:
+        ``"compress"`` (``compress=`` given, ``False`` included: never compress) and
+        ``"strategy"`` (compression's strategy named). A precision other than
+        ``"auto"`` is fixed too.
     """
 
     kind: object = None
@@ -126,6 +135,8 @@ class Options:
     comm: object = None
     condest: bool = False
     schur: np.ndarray | None = field(default=None, compare=False)
+    memory_limit: object = None
+    fixed: frozenset = frozenset()
 
     @classmethod
     def parse(
@@ -143,6 +154,7 @@ class Options:
         comm=None,
         condest=False,
         schur=None,
+        memory_limit=None,
     ):
         """Validate :func:`pastixpy.factorize`'s keyword arguments into Options."""
         kind, _ = parse_option(kind, KIND_CHOICES, "kind")
@@ -172,6 +184,12 @@ class Options:
         fallback = pkw.get("fallback", True)
         if not isinstance(fallback, bool):
             raise OptionError(f"precision 'mixed' takes fallback=True or False, got {fallback!r}")
+        fixed = frozenset()
+        if memory_limit is not None:
+            if not (isinstance(memory_limit, str) and memory_limit == "auto"):
+                memory_limit = parse_bytes(memory_limit, "memory_limit")
+            parse_compress(compress)  # valid before it is read
+            fixed = _fixed_by_user(compress)
         compress = parse_compress(compress)
         if comm is not None:
             if not all(hasattr(comm, a) for a in ("Get_rank", "Get_size", "bcast", "Recv")):
@@ -184,6 +202,12 @@ class Options:
                 raise OptionError(
                     "compress strategy 'minmem' gathers a cblk's updates from every cblk "
                     "facing it and cannot take them from other ranks: use 'jit' with comm="
+                )
+            elif memory_limit is not None:
+                raise OptionError(
+                    "memory_limit= chooses the configuration of one process's "
+                    "factorization and cannot be used with comm=: each rank checks its own "
+                    "share against what it may take (leave memory_limit out)"
                 )
         return cls(
             kind=kind,
@@ -200,6 +224,8 @@ class Options:
             comm=comm,
             condest=_switch(condest, "condest"),
             schur=check_schur(schur),
+            memory_limit=memory_limit,
+            fixed=fixed,
         )
 
     @classmethod
@@ -237,6 +263,16 @@ class Options:
         if self.precision in ("double", "mixed"):
             return np.dtype(np.complex128 if dtype.kind == "c" else np.float64)
         return dtype
+
+
+def _fixed_by_user(compress):
+    """What a ``compress=`` argument fixes for the memory budget (:attr:`Options.fixed`):
+    nothing for None, ``"compress"`` for anything else (``False``: no compression), and
+    ``"strategy"`` where it names the strategy."""
+    if compress is None:
+        return frozenset()
+    named = isinstance(compress, tuple) and len(compress) == 2 and "strategy" in compress[1]
+    return frozenset({"compress", "strategy"} if named else {"compress"})
 
 
 def _switch(value, argname):

@@ -20,6 +20,11 @@ A try can end in three ways that call for another, each recorded in
 - mixed precision cannot reach the tolerance: double precision, with a warning (or a
   MixedPrecisionError when the fallback was refused).
 
+With ``memory_limit``, the configuration (precision, compression) is the memory
+budget's (:mod:`pastixpy.budget`), chosen once the assembly map is built and before the
+numeric phase allocates; the last two fallbacks rule configurations out and the budget
+chooses again, as it does where a try runs out of memory during its factorization.
+
 Solves never retry: a solve does not change the factorization.
 """
 
@@ -29,14 +34,16 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from . import solve_policy
+from . import budget, solve_policy
 from ._graph import inf_norm
 from .analysis import analyze
 from .compression import compression_stats
 from .errors import (
+    MemoryBudgetWarning,
     MixedPrecisionError,
     NotPositiveDefiniteError,
     OptionError,
+    OutOfMemoryError,
     PastixWarning,
     PatternMismatchError,
     SingularMatrixError,
@@ -68,6 +75,10 @@ class Plan:
     factor_dtype: np.dtype = None
     given_analysis: bool = False
     exact: bool = True  # the kind fits A exactly (else one triangle is factored)
+    # The memory budget's choice (kept by retries and refactorizations), and the
+    # configurations failed tries ruled out: (name, why) pairs.
+    budget: object = None
+    excluded: tuple = ()
 
 
 @dataclass
@@ -253,6 +264,10 @@ def _run(C, plan, options, seconds, retries, backend, reuse=None):
             plan, reuse = _indefinite_plan(C, plan, options, seconds), None
             retries.append(f"not positive definite: {plan.kind.name}")
             continue
+        except _Overrun as over:
+            retries.append(f"{over.name} ran out of memory: chose again within the budget")
+            plan, reuse = over.plan, over.reuse
+            continue
         t0 = time.perf_counter()
         verdict = _verify(state)
         seconds["verify"] = seconds.get("verify", 0.0) + time.perf_counter() - t0
@@ -264,18 +279,30 @@ def _run(C, plan, options, seconds, retries, backend, reuse=None):
             continue
         if verdict == "uncompressed":
             fallback = (
-                f"the compressed factors (tol={options.compress.tol:g}) could not be refined "
-                f"to a backward error of {_tol(state.solver):.0e}"
+                f"the compressed factors (tol={state.stats['compression']['tol']:g}) could not "
+                f"be refined to a backward error of {_tol(state.solver):.0e}"
             )
+            budgeted = state.plan.budget is not None
             warnings.warn(
-                fallback + "; refactored without compression: give compress= a smaller tol",
+                fallback
+                + (
+                    "; chose again without compression, within the memory budget"
+                    if budgeted
+                    else "; refactored without compression"
+                )
+                + ": give compress= a smaller tol",
                 PastixWarning,
                 stacklevel=4,
             )
             retries.append("compression fell back to full rank")
             state.solver = None
-            options = replace(options, compress=None)
-            plan = replace(plan, analysis=state.analysis, prep=state.prep)
+            if budgeted:
+                fixed = options.fixed - {"compress", "strategy"}
+                options = replace(options, compress=None, fixed=fixed)
+                plan = _rechoose(state, budget.COMPRESSED, "compressed factors not refined")
+            else:
+                options = replace(options, compress=None)
+                plan = replace(plan, analysis=state.analysis, prep=state.prep)
             reuse = (state.layout, state.assembly)
             continue
         if verdict == "double":
@@ -288,12 +315,20 @@ def _run(C, plan, options, seconds, retries, backend, reuse=None):
                     fallback + "; precision=('mixed', {'fallback': False}) refuses to "
                     "refactor in double: use precision='double'"
                 )
+            again = "; chose again in double precision, within the memory budget"
+            budgeted = state.plan.budget is not None
             warnings.warn(
-                fallback + "; refactored in double precision", PastixWarning, stacklevel=4
+                fallback + (again if budgeted else "; refactored in double precision"),
+                PastixWarning,
+                stacklevel=4,
             )
             retries.append("mixed precision fell back to double")
             state.solver = None
-            plan = replace(plan, factor_dtype=C.dtype, analysis=state.analysis, prep=state.prep)
+            if budgeted:
+                options = replace(options, precision="auto")  # C is in the working precision
+                plan = _rechoose(state, budget.MIXED, "single-precision factors not refined")
+            else:
+                plan = replace(plan, factor_dtype=C.dtype, analysis=state.analysis, prep=state.prep)
             reuse = (state.layout, state.assembly)
             continue
         if state.solver.mixed and plan.kind.definite:
@@ -309,6 +344,40 @@ def _run(C, plan, options, seconds, retries, backend, reuse=None):
 
 def _tol(solver):
     return solve_policy.solve_tol(solver)
+
+
+class _Overrun(Exception):
+    """A try in the memory budget's configuration ran out of memory: the next try's
+    plan (that configuration ruled out, the budget to choose again) and what it reuses."""
+
+    def __init__(self, plan, reuse, exc):
+        super().__init__(str(exc))
+        self.name = plan.budget.configuration.name
+        why = "ran out of memory during its factorization"
+        self.plan = replace(plan, budget=None, excluded=(*plan.excluded, (self.name, why)))
+        self.reuse = reuse
+
+
+def _rechoose(state, names, why):
+    """The plan after a failed try ruled configurations ``names`` out (``why``): the
+    memory budget chooses again among the others, on the same analysis."""
+    excluded = (*state.plan.excluded, *((n, why) for n in names))
+    return replace(
+        state.plan, budget=None, excluded=excluded, analysis=state.analysis, prep=state.prep
+    )
+
+
+def _budgeted(C, B, analysis, layout, amap, plan, options):
+    """The plan and options of a try under the memory budget: its configuration chosen
+    now (a MemoryBudgetWarning where it is not the one asked for), or the one the plan
+    carries (a retry, a refactorization)."""
+    choice = plan.budget
+    if choice is None:
+        choice = budget.choose(B, analysis, layout, amap, plan.kind, options, plan.excluded)
+        if choice.message is not None:
+            warnings.warn(choice.message, MemoryBudgetWarning, stacklevel=6)
+    options = choice.apply(options)
+    return replace(plan, budget=choice, factor_dtype=options.factor_dtype(C.dtype)), options
 
 
 def _indefinite_plan(C, plan, options, seconds):
@@ -341,7 +410,7 @@ def _attempt(C, plan, options, seconds, backend, reuse):
             amalgamation=ROBUST_AMALGAMATION if plan.coarse else True,
             threads=options.threads,
             allowance=backend.allowance(options.threads),
-            clusters=None if options.compress is None else options.compress.clusters,
+            clusters=budget.analysis_clusters(options),
             schur=options.schur,
         )
     t2 = time.perf_counter()
@@ -352,6 +421,9 @@ def _attempt(C, plan, options, seconds, backend, reuse):
     else:
         layout = PanelLayout.from_symbol(analysis.symbol)
         amap = AssemblyMap.build(B, analysis.iperm, layout, kind.two_factors)
+    if options.memory_limit is not None:
+        # Before anything is allocated for the factors.
+        plan, options = _budgeted(C, B, analysis, layout, amap, plan, options)
     t3 = time.perf_counter()
     norm_a = _norm_inf(C)
     # Relative to B's largest entry, not to a row sum: a pivot is small next to the
@@ -379,6 +451,11 @@ def _attempt(C, plan, options, seconds, backend, reuse):
             options.threads,
             options.compress,
         )
+    except OutOfMemoryError as exc:
+        if plan.budget is None:
+            raise
+        plan = replace(plan, analysis=analysis, prep=prep)
+        raise _Overrun(plan, (layout, amap), exc) from exc
     finally:
         # Every try's seconds count, a Cholesky that failed included.
         seconds["factorize"] = seconds.get("factorize", 0.0) + time.perf_counter() - t3
@@ -427,6 +504,7 @@ def _attempt(C, plan, options, seconds, backend, reuse):
         compression=None
         if options.compress is None
         else compression_stats(options.compress, factors, options.compress.absolute_tol(B)),
+        memory_budget=None if plan.budget is None else plan.budget.stats,
     )
     if perturbed.size and refine[0] == "none":
         warnings.warn(solve_policy.perturbed_message(solver), PastixWarning, stacklevel=5)

@@ -22,7 +22,7 @@ LAYERS = [
     ("user surface", ["api", "multilevel"]),
     ("distributed backend", ["distributed"]),
     ("handle", ["factorization", "determinants"]),
-    ("pipeline", ["pipeline"]),
+    ("pipeline", ["pipeline", "budget"]),
     ("solve", ["solve", "solve_policy", "refine", "krylov", "simplicial"]),
     ("numeric", ["numeric"]),
     (

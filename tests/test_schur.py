@@ -291,3 +291,19 @@ def test_property_schur_matches_dense(n, density, k, kind, seed):
         S = F.schur()
     S_ref = reference(D, idx)
     assert np.abs(S - S_ref).max() <= tolerance(D, idx, np.float64) * max(1, np.abs(S_ref).max())
+
+
+def test_a_memory_budget_keeps_a_schur_factorization_full_rank():
+    A = laplacian((12, 12, 12))
+    F = pastixpy.factorize(A, schur=[1, 2, 3], memory_limit="1GiB")
+    budget = F.stats["memory_budget"]
+    assert budget["chosen"] == "full-rank"
+    assert set(budget["ruled_out"]) == {
+        "mixed",
+        "mixed+blr-jit",
+        "mixed+blr-minmem",
+        "blr-jit",
+        "blr-minmem",
+    }
+    with pytest.raises(pastixpy.OutOfMemoryError, match="schur= keeps the Schur complement"):
+        pastixpy.factorize(A, schur=[1, 2, 3], memory_limit="1MiB")

@@ -23,6 +23,7 @@ from .factorize import (
     PARALLEL_MIN_FLOPS,
     factorize_numeric,
     is_small,
+    numeric_forecast,
     raise_if_failed,
 )
 from .factors import Factors, Footprint, LocalFactors, Pivots, storage_footprint, sweep
@@ -48,6 +49,7 @@ __all__ = [
     "factor_cblks",
     "factorize_numeric",
     "is_small",
+    "numeric_forecast",
     "raise_if_failed",
     "storage_footprint",
     "sweep",

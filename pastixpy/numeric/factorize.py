@@ -92,19 +92,8 @@ def factorize_numeric(
     # Everything the kernels will allocate, forecast for the strategy used and checked
     # against what the process may take before any of it is allocated.
     small = is_small(analysis)
-    threads = kernel_threads(threads_asked(analysis, layout, threads))
-    fc = forecast(
-        layout,
-        kind,
-        _numeric.KIND_CODES[kind.name],
-        dtype,
-        threads,
-        amap.src_l.size + amap.src_u.size,
-        B.dtype.itemsize,
-        B.shape[0],
-        compression,
-        stack_bytes(),
-    )
+    fc = numeric_forecast(B, analysis, layout, amap, kind, dtype, threads, compression)
+    threads = fc.threads
     advice = memory_advice(kind, B.dtype, dtype, compression, threads)
     room = None
     reserve = fc.reserve
@@ -114,16 +103,7 @@ def factorize_numeric(
         # ones are checked: a thread's first BLAS call maps OpenBLAS's buffer, and
         # OpenBLAS retries that map forever where it fails.
         release_free_memory()
-        space = address_space_room()
-        # GMRES refines the solves of compressed and mixed-precision factors (numpy's
-        # LAPACK for its least-squares problems).
-        gmres = compression is not None or dtype != B.dtype
-        buffers = (2 if gmres else 1) * BLAS_BUFFER_BYTES
-        if space is not None and space >= buffers:
-            # The calling thread's OpenBLAS buffers mapped now, where missing, are then
-            # in the mapped size the check reads: not counted twice.
-            map_blas_buffers(gmres)
-            reserve -= buffers
+        reserve -= map_own_buffers(uses_gmres(B.dtype, dtype, compression))
         room = check_memory(fc.least, _what(fc), advice, reserve=reserve, detail=fc.describe())
     try:
         task = NumericTask.build(B, layout, amap, kind, pivot_tol, dtype, compression)
@@ -164,6 +144,43 @@ def schur_excluded(analysis, layout):
     only = np.ones(layout.ncblk, dtype=np.int8)
     only[-1] = 0
     return only
+
+
+def numeric_forecast(B, analysis, layout, amap, kind, dtype, threads=None, compression=None):
+    """The :class:`~.forecast.Forecast` of :func:`factorize_numeric` with these
+    arguments (its threads as it would run them), before anything is allocated."""
+    threads = kernel_threads(threads_asked(analysis, layout, threads))
+    return forecast(
+        layout,
+        kind,
+        _numeric.KIND_CODES[kind.name],
+        np.dtype(B.dtype if dtype is None else dtype),
+        threads,
+        amap.src_l.size + amap.src_u.size,
+        B.dtype.itemsize,
+        B.shape[0],
+        compression,
+        stack_bytes(),
+    )
+
+
+def uses_gmres(matrix_dtype, factor_dtype, compression):
+    """Whether GMRES refines the solves (compressed or mixed-precision factors), whose
+    least-squares problems go through numpy's LAPACK: its OpenBLAS buffer counts."""
+    return compression is not None or np.dtype(factor_dtype) != np.dtype(matrix_dtype)
+
+
+def map_own_buffers(gmres):
+    """Under an address-space limit with room for them, map the calling thread's
+    OpenBLAS buffers now (scipy's, and numpy's with ``gmres``), so that the headroom read
+    next counts them in the mapped size: returns their bytes, to take off a forecast's
+    reserve (0 where nothing was mapped)."""
+    space = address_space_room()
+    buffers = (2 if gmres else 1) * BLAS_BUFFER_BYTES
+    if space is None or space < buffers:
+        return 0
+    map_blas_buffers(gmres)
+    return buffers
 
 
 def raise_if_failed(failed, analysis):
