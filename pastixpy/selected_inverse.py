@@ -446,9 +446,11 @@ class _Batch:
         T[pad[0], pad[1], pad[1]] = 1  # a unit diagonal in the padding
         return T, out[0][:, W:], out[1][:, W:] if two else None
 
-    def gather(self, Z, uoff):
+    def gather(self, Z, uoff, mirror=None):
         """Z[S, S] for each cblk, S its rows below the diagonal block, where the panels
-        of Z hold it (at ``uoff`` >= 0: those of Zᵀ), 0 elsewhere and in the padding.
+        of Z hold it (at ``uoff`` >= 0: those of Zᵀ), 0 elsewhere and in the padding;
+        with ``mirror`` (not None: conjugate or not), a symmetric Z's whole, what the
+        panels do not hold read at its mirror image (conjugated).
 
         Entry (a, b) is held in the panel of b's cblk when a's cblk is not before b's;
         so the panels of Z give the lower triangle of Z[S, S] (its diagonal blocks
@@ -468,7 +470,7 @@ class _Batch:
         first_blok = layout.bloknum[self.ks] + 1
         nbk = layout.bloknum[self.ks + 1] - first_blok
         NB = int(nbk.max())
-        if nb == 1 and S * S >= PAIR_ENTRIES * NB * (NB + 1) // 2:
+        if mirror is None and nb == 1 and S * S >= PAIR_ENTRIES * NB * (NB + 1) // 2:
             return self._gather_pairs(Z, uoff)[None]
         # Per row below: its blok (local; NB in the padding), offset in it, facing cblk.
         g = st.rowptr[self.ks][:, None] + self.w[:, None] + np.arange(S)
@@ -476,7 +478,8 @@ class _Batch:
         gb = st.blok_of_row[g]
         blk = np.where(self.row_ok, gb - first_blok[:, None], NB)
         u = np.where(self.row_ok, st.rows[g] - layout.frow[gb], 0)
-        v = u * layout.stride[layout.fcblk[gb]]
+        face = np.where(self.row_ok, layout.fcblk[gb], -1)
+        v = u * layout.stride[face]
         # P[x, y]: where the panels hold (first row of blok x, first row of blok y),
         # for the pairs whose x does not face a cblk before y's.
         ok = np.arange(NB) < nbk[:, None]
@@ -494,7 +497,14 @@ class _Batch:
         rowbase = (np.arange(nb)[:, None] * S + np.arange(S)) * (NB + 1)
         index = R.reshape(-1)[rowbase[:, :, None] + blk[:, None, :]]
         index += v[:, None, :]
-        return Z[index]
+        if mirror is None:
+            return Z[index]
+        # (a, b) is held where a's cblk is not before b's, else (b, a) is; padding: 0.
+        held = face[:, :, None] >= face[:, None, :]
+        out = Z[np.where(held, index, np.swapaxes(index, 1, 2))]
+        if mirror:
+            np.conjugate(out, out=out, where=~held)
+        return out
 
     def _gather_pairs(self, Z, uoff):
         """:meth:`gather` for a batch of one cblk, blok pair by blok pair: each pair's
@@ -527,12 +537,9 @@ class _Batch:
         """Z[S, S] whole for each cblk (0 in the padding): :meth:`gather`'s lower
         triangle, and its mirror image for a symmetric Z (conjugated with ``conj``) or
         from the panels of Zᵀ for LU."""
-        G = self.gather(Z, -1)
-        if self.st.uoff >= 0:
-            return G + np.swapaxes(self.gather(Z, self.st.uoff), 1, 2)
-        G = np.tril(G)
-        upper = _h(np.tril(G, -1), conj)
-        return G + upper
+        if self.st.uoff < 0:
+            return self.gather(Z, -1, mirror=conj)
+        return self.gather(Z, -1) + np.swapaxes(self.gather(Z, self.st.uoff), 1, 2)
 
 
 def _apply_dinv(T, X, batch, pivots, conj):
@@ -609,7 +616,7 @@ def recurrence(factors, dtype):
 
 #: Batches of at least this many flops (about) run the BLAS on the factorization's
 #: threads; the others on one: threads cost more than they save on small blocks.
-THREADED_FLOPS = 1 << 24
+THREADED_FLOPS = 1 << 27
 
 
 def _step(batch, Z, read, kind, pivots, conj, dtype):
