@@ -21,14 +21,15 @@ from threadpoolctl import threadpool_limits
 import pastixpy
 from pastixpy.gallery import laplacian
 
-SIZES = {"lap2d-300": (300, 300), "lap3d-30": (30, 30, 30)}
+SIZES = {"lap2d-300": (300, 300), "lap3d-30": (30, 30, 30), "lap3d-45": (45, 45, 45)}
+DEFAULT = ("lap2d-300", "lap3d-30")
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--threads", default="1,2")
-    p.add_argument("--problems", default=",".join(SIZES))
+    p.add_argument("--problems", default=",".join(DEFAULT))
     p.add_argument("--kind", default="llt", choices=["llt", "ldlt", "lu"])
     args = p.parse_args()
     print("| problem | n | kind | threads | factorize s | inv_diag s | ratio | 100 solves s |")

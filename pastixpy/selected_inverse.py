@@ -18,9 +18,9 @@ factorization's own updates have, so the arithmetic is a small multiple of the
 factorization's (3 to 3.5 times on Laplacians), not n solves: the small cblks (most
 of them: the leaves of nested dissection) in batches of like sizes, padded, one numpy
 call per product for the batch (:func:`schedule`); the large ones alone, with BLAS's
-symm (hemm) and LAPACK's trtri (the largest on the factorization's threads). What costs more than
-the factorization's compiled kernels is the gathering of Z_S,S, and numpy's calls on
-the small blocks.
+symm (hemm) and LAPACK's trtri, on one thread. What costs more than the
+factorization's compiled kernels is the gathering of Z_S,S, and numpy's calls on the
+small blocks.
 
 In LDLᴴ and LLᴴ the transposes are conjugate; an LU's Z_k,S = -U_kk⁻¹ U_k,S Z_S,S is kept
 transposed, in panels of Zᵀ after those of Z, and Z_k,k gains -U_kk⁻¹ U_k,S Z_S,k.
@@ -123,7 +123,7 @@ def _check(solver):
             "the selected inverse is that of the matrix with perturbed pivots, not of A "
             "(which refinement corrects in solves, but not here). " + perturbed_message(solver),
             PastixWarning,
-            stacklevel=4,
+            stacklevel=5,
         )
     if solver.compressed:
         warnings.warn(
@@ -132,7 +132,7 @@ def _check(solver):
             "the condition number times that tolerance; factor without compress= for "
             "entries of A⁻¹ to the working precision",
             PastixWarning,
-            stacklevel=4,
+            stacklevel=5,
         )
     if solver.mixed:
         eps = np.finfo(factors.dtype).eps
@@ -143,7 +143,7 @@ def _check(solver):
             f"number times {eps:.0e} (solves are refined, these entries cannot be); "
             "factor with precision='double' for entries of A⁻¹ in double",
             PastixWarning,
-            stacklevel=4,
+            stacklevel=5,
         )
     if solver.kind.symmetric and not solver.exact:
         symmetry = symmetry_of(solver.C)
@@ -153,7 +153,7 @@ def _check(solver):
                 "triangle: the selected inverse is that of the symmetric matrix it "
                 "defines, not of A; factor with kind='lu' for A's",
                 PastixWarning,
-                stacklevel=4,
+                stacklevel=5,
             )
 
 
@@ -602,22 +602,13 @@ def recurrence(factors, dtype):
     st = _Structure(layout, two)
     Z = np.zeros(st.zero + st.tail, dtype=dtype)
     read = _panel_reader(factors, dtype)
-    threads = factors.threads
+    # One thread, as the factorization's kernels call the BLAS: on these blocks, most
+    # small, a second BLAS thread cost more than it saved (benchmarks/selected_inverse.py).
     with blas_threads(1):
         for ks, W, S in schedule(layout):
             batch = _Batch(st, ks, W, S)
-            if threads > 1 and ks.size * (W + S) * (W + S) * W >= THREADED_FLOPS:
-                with blas_threads(threads):
-                    blocks = _step(batch, Z, read, kind, pivots, conj, dtype)
-            else:
-                blocks = _step(batch, Z, read, kind, pivots, conj, dtype)
-            _store(Z, batch, pivots, kind, *blocks)
+            _store(Z, batch, pivots, kind, *_step(batch, Z, read, kind, pivots, conj, dtype))
     return ZPanels(Z, layout, st.off, st.uoff, not two, conj)
-
-
-#: Batches of at least this many flops (about) run the BLAS on the factorization's
-#: threads; the others on one: threads cost more than they save on small blocks.
-THREADED_FLOPS = 1 << 27
 
 
 def _step(batch, Z, read, kind, pivots, conj, dtype):
