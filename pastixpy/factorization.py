@@ -352,9 +352,9 @@ class Factorization:
 
         The Takahashi (Erisman-Tinney) recurrence on the factor's supernodal blocks
         computes the entries of A⁻¹ on the factor's pattern, from the last column
-        block to the first, with dense BLAS-3 products of the sizes the factorization
-        itself used: its cost is a small multiple of the factorization's, not n solves.
-        See :meth:`inv_selected` for what it computes and supports, and
+        block to the first, with dense products of the sizes the factorization itself
+        used: it costs a few factorizations (4 to 9 measured, docs/solve.md), not n
+        solves. See :meth:`inv_selected` for what it computes and supports, and
         :mod:`pastixpy.selected_inverse`.
 
         Returns

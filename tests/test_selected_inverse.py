@@ -64,7 +64,7 @@ CASES = [
     for kind, dtypes in (
         ("llt", (np.float64, np.float32, np.complex128, np.complex64)),
         ("ldlt", (np.float64, np.float32, np.complex128, np.complex64)),
-        ("ldlh", (np.complex128, np.complex64)),
+        ("ldlh", (np.complex128, np.complex64, np.float64)),
         ("lu", (np.float64, np.float32, np.complex128, np.complex64)),
     )
     for dtype in dtypes
