@@ -3,8 +3,9 @@
 A thin handle over the pipeline's :class:`~pastixpy.pipeline.State`: solves go to its
 :class:`~pastixpy.solve.Solver` (the mechanism; the policy of refinement and the
 verdicts are :mod:`pastixpy.solve_policy`'s), refactorizations to the pipeline,
-determinants and inertia to :mod:`pastixpy.determinants`. The statistics are the
-pipeline's; the handle adds the calling thread's last solve.
+determinants and inertia to :mod:`pastixpy.determinants`, the entries of A⁻¹ to
+:mod:`pastixpy.selected_inverse`. The statistics are the pipeline's; the handle adds
+the calling thread's last solve.
 """
 
 import threading
@@ -14,7 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as sla
 
-from . import determinants, persist, pipeline, solve, solve_policy
+from . import determinants, persist, pipeline, selected_inverse, solve, solve_policy
 from .errors import InvalidInputError, PastixError, PastixWarning, PatternMismatchError
 from .matrix import canonical_csc
 from .numeric import ONE_PROCESS
@@ -463,6 +464,95 @@ class Factorization:
         split is unreliable. See :func:`pastixpy.determinants.inertia`.
         """
         return determinants.inertia(self._live_solver)
+
+    def inv_diag(self):
+        """The diagonal of A⁻¹, from the factors by selected inversion.
+
+        The Takahashi (Erisman-Tinney) recurrence on the factor's supernodal blocks
+        computes the entries of A⁻¹ on the factor's pattern, from the last column
+        block to the first, with dense products of the sizes the factorization itself
+        used: it costs a few factorizations (4 to 9 measured, docs/solve.md), not n
+        solves. See :meth:`inv_selected` for what it computes and supports, and
+        :mod:`pastixpy.selected_inverse`.
+
+        Returns
+        -------
+        ndarray, shape (n,), of the factorization's dtype
+            ``A⁻¹[i, i]`` in A's numbering (real values in a complex array for a
+            Hermitian A).
+
+        Raises
+        ------
+        PastixError
+            The factorization is distributed (``comm=``).
+
+        Warns
+        -----
+        PastixWarning
+            Pivots were perturbed, the factors are compressed or in single precision
+            (``precision="mixed"``), or a symmetric kind factored a matrix that is not:
+            the entries are those of a nearby matrix's inverse (the message says which).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from pastixpy import factorize
+        >>> from pastixpy.gallery import laplacian
+        >>> A = laplacian((20, 20))
+        >>> d = factorize(A).inv_diag()
+        >>> bool(np.allclose(d, np.diag(np.linalg.inv(A.toarray()))))
+        True
+        """
+        return selected_inverse.inv_diag(self._live_solver)
+
+    def inv_selected(self):
+        """The entries of A⁻¹ on the pattern of the factor (selected inversion).
+
+        Named after what it returns, a *selected* part of the *inverse* ("selected
+        inversion" for PARDISO and Lin et al.'s SelInv, "entries of A⁻¹" for MUMPS),
+        beside :meth:`inv_diag`; not ``inv()``, which would promise all n² entries.
+
+        The pattern is the factor's block pattern (that of L + Lᵀ, L + U for LU, as
+        stored: its supernodes make it a little larger) mapped back to A's numbering;
+        it holds A's own pattern (Aᵀ's for LU with a row matching): what the gradient
+        of log det A (A⁻ᵀ on A's pattern), the diagonal and nearest-neighbour
+        covariances of a Gaussian field, or a Green's function's entries need. LLᵀ
+        (LLᴴ), LDLᵀ and LDLᴴ (with their 2x2 pivots) and LU, in each dtype the kind
+        exists in. The preprocessing is undone: A⁻¹ = D_c Pᵀ (P B Pᵀ)⁻¹ P D_r R,
+        with P the ordering, D_r and D_c the scalings, R LU's row matching.
+
+        The entries are those of the factored matrix's inverse, without the
+        refinement solves get: to the working precision times A's condition number.
+        Perturbed pivots (static pivoting), compressed factors and single-precision
+        factors (``precision="mixed"``) make them those of a nearby matrix, and a
+        PastixWarning says so.
+
+        Returns
+        -------
+        scipy.sparse.csc_array, shape (n, n), of the factorization's dtype
+
+        Raises
+        ------
+        PastixError
+            The factorization is distributed (``comm=``).
+
+        Warns
+        -----
+        PastixWarning
+            As for :meth:`inv_diag`.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from pastixpy import factorize
+        >>> from pastixpy.gallery import laplacian
+        >>> A = laplacian((6, 6))
+        >>> Z = factorize(A).inv_selected()
+        >>> i, j = A.nonzero()
+        >>> bool(np.allclose(Z[i, j], np.linalg.inv(A.toarray())[i, j]))
+        True
+        """
+        return selected_inverse.inv_selected(self._live_solver)
 
     def save(self, path):
         """Write this factorization to ``path`` (:func:`pastixpy.persist.save`): a

@@ -21,7 +21,7 @@ LAYERS = [
     ("front ends", ["__main__", "cli"]),
     ("user surface", ["api", "multilevel"]),
     ("distributed backend", ["distributed"]),
-    ("handle", ["factorization", "determinants"]),
+    ("handle", ["factorization", "determinants", "selected_inverse"]),
     ("pipeline", ["pipeline", "budget"]),
     ("solve", ["solve", "solve_policy", "refine", "krylov", "simplicial"]),
     ("numeric", ["numeric"]),

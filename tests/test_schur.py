@@ -307,3 +307,10 @@ def test_a_memory_budget_keeps_a_schur_factorization_full_rank():
     }
     with pytest.raises(pastixpy.OutOfMemoryError, match="schur= keeps the Schur complement"):
         pastixpy.factorize(A, schur=[1, 2, 3], memory_limit="1MiB")
+
+
+def test_the_selected_inverse_refuses_a_schur_factorization():
+    F = pastixpy.factorize(laplacian((6, 6)), schur=[0, 35])
+    for call in (F.inv_diag, F.inv_selected):
+        with pytest.raises(PastixError, match="Schur complement unfactored"):
+            call()

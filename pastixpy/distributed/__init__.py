@@ -30,7 +30,7 @@ from dataclasses import replace
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, PastixError
 from ..factorization import Factorization
 from ..matrix import canonical_csc
 from ..options import Options
@@ -198,6 +198,14 @@ def factorize_with(A, options, t0):
     return DistributedFactorization(ranks, F, backend.factors, summary, how, counts)
 
 
+#: Why a distributed factorization offers no selected inverse.
+SELECTED_INVERSE = (
+    "inv_diag() and inv_selected() need the whole factor in one process; a distributed "
+    "factorization (comm=) spreads it over the ranks of its communicator: factorize "
+    "without comm= for the entries of A⁻¹"
+)
+
+
 class DistributedFactorization:
     """A factorization spread over the ranks of a communicator, on every rank.
 
@@ -274,6 +282,16 @@ class DistributedFactorization:
         return x
 
     __call__ = solve
+
+    def inv_diag(self):
+        """Not for distributed factors: raises PastixError on every rank (see
+        :meth:`pastixpy.Factorization.inv_diag`)."""
+        raise PastixError(SELECTED_INVERSE)
+
+    def inv_selected(self):
+        """Not for distributed factors: raises PastixError on every rank (see
+        :meth:`pastixpy.Factorization.inv_selected`)."""
+        raise PastixError(SELECTED_INVERSE)
 
     def _gather_rhs(self, b):
         """Every rank's rows of b, checked on every rank, stacked on rank 0."""
