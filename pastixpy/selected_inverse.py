@@ -18,9 +18,9 @@ factorization's own updates have, so the arithmetic is a small multiple of the
 factorization's (3 to 3.5 times on Laplacians), not n solves: the small cblks (most
 of them: the leaves of nested dissection) in batches of like sizes, padded, one numpy
 call per product for the batch (:func:`schedule`); the large ones alone, with BLAS's
-symm (hemm) and LAPACK's trtri, on one thread. What costs more than the
-factorization's compiled kernels is the gathering of Z_S,S, and numpy's calls on the
-small blocks.
+symm (hemm) and LAPACK's trtri, on one thread. Z_S,S is gathered by a
+compiled kernel (:mod:`pastixpy._selinv`), blok pair by blok pair; what costs more
+than the factorization is numpy's calls on the small blocks and the arithmetic itself.
 
 In LDLᴴ and LLᴴ the transposes are conjugate; an LU's Z_k,S = -U_kk⁻¹ U_k,S Z_S,S is kept
 transposed, in panels of Zᵀ after those of Z, and Z_k,k gains -U_kk⁻¹ U_k,S Z_S,k.
@@ -41,7 +41,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import blas, lapack
 
-from . import _symbolic
+from . import _selinv, _symbolic
 from .errors import PastixError, PastixWarning
 from .kinds import admissible
 from .matrix import symmetry_of
@@ -321,11 +321,6 @@ def _positions_or_missing(layout, rows, cols, off):
 #: past the last are not padded.
 SIZE_CLASSES = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64)
 
-#: A cblk alone in its batch is gathered by slices (:meth:`_Batch.gather`) when its
-#: blok pairs hold this many entries on average: below it, a slice's call costs more
-#: than the entries it moves.
-PAIR_ENTRIES = 256
-
 #: A batch holds at most this many scalars in its largest padded array (nb x S x S).
 BATCH_SCALARS = 1 << 22
 
@@ -462,82 +457,22 @@ class _Batch:
         Entry (a, b) is held in the panel of b's cblk when a's cblk is not before b's;
         so the panels of Z give the lower triangle of Z[S, S] (its diagonal blocks
         whole where two rows share a cblk), those of Zᵀ the transpose of its strict
-        upper one (their diagonal blocks are not written: 0).
-
-        By blok pairs: rows of the same blok x of the cblk lie in one facing cblk, in
-        rows of its panel that follow one another (the structure is closed under
-        elimination, so they are all there and no other row comes between), so
-        entry (a, b), a in blok x and b in blok y, is at ``R[a, y] + v[b]``, with
-        ``R[a, y]`` the position of (a, first row of y) and ``v[b]`` b's column offset
-        in its panel: one search per blok pair, two passes over the entries. A
-        cblk alone in its batch whose blok pairs are large is gathered a pair at a
-        time instead, each a slice of a panel (:meth:`_gather_pairs`)."""
-        st, layout = self.st, self.st.layout
-        nb, S = self.ks.size, self.S
-        first_blok = layout.bloknum[self.ks] + 1
-        nbk = layout.bloknum[self.ks + 1] - first_blok
-        NB = int(nbk.max())
-        if mirror is None and nb == 1 and S * S >= PAIR_ENTRIES * NB * (NB + 1) // 2:
-            return self._gather_pairs(Z, uoff)[None]
-        # Per row below: its blok (local; NB in the padding), offset in it, facing cblk.
-        g = st.rowptr[self.ks][:, None] + self.w[:, None] + np.arange(S)
-        g = np.where(self.row_ok, g, 0)
-        gb = st.blok_of_row[g]
-        blk = np.where(self.row_ok, gb - first_blok[:, None], NB)
-        u = np.where(self.row_ok, st.rows[g] - layout.frow[gb], 0)
-        face = np.where(self.row_ok, layout.fcblk[gb], -1)
-        v = u * layout.stride[face]
-        # P[x, y]: where the panels hold (first row of blok x, first row of blok y),
-        # for the pairs whose x does not face a cblk before y's.
-        ok = np.arange(NB) < nbk[:, None]
-        gx = np.where(ok, first_blok[:, None] + np.arange(NB), 0)
-        X, Y = np.broadcast_arrays(gx[:, :, None], gx[:, None, :])
-        pair = ok[:, :, None] & ok[:, None, :] & (layout.fcblk[X] >= layout.fcblk[Y])
-        P = np.full((nb, NB + 1, NB + 1), -1, dtype=np.int64)
-        first = layout.frow
-        P[:, :NB, :NB][pair] = _positions(layout, first[X[pair]], first[Y[pair]], st.off)
-        R = np.take_along_axis(P, blk[:, :, None], axis=1)  # (nb, S, NB + 1)
-        # Pairs held nowhere read Z's zero tail (whatever v is added).
-        R = np.where(R >= 0, R + u[:, :, None] + max(uoff, 0), st.zero)
-        # R[i, a, blk[i, b]] + v[i, b], R's flat index made by hand: numpy's
-        # take_along_axis makes index arrays of its own, more passes over the entries.
-        rowbase = (np.arange(nb)[:, None] * S + np.arange(S)) * (NB + 1)
-        index = R.reshape(-1)[rowbase[:, :, None] + blk[:, None, :]]
-        index += v[:, None, :]
-        if mirror is None:
-            return Z[index]
-        # (a, b) is held where a's cblk is not before b's, else (b, a) is; padding: 0.
-        held = face[:, :, None] >= face[:, None, :]
-        out = Z[np.where(held, index, np.swapaxes(index, 1, 2))]
-        if mirror:
-            np.conjugate(out, out=out, where=~held)
-        return out
-
-    def _gather_pairs(self, Z, uoff):
-        """:meth:`gather` for a batch of one cblk, blok pair by blok pair: each pair's
-        block is a slice of a panel of Z (Zᵀ), copied whole (F-ordered, like the
-        panels)."""
-        st, layout = self.st, self.st.layout
-        k = int(self.ks[0])
-        stride, fcblk = layout.stride, layout.fcblk
-        bloks = np.arange(layout.bloknum[k] + 1, layout.bloknum[k + 1])
-        heights = layout.lrow[bloks] - layout.frow[bloks] + 1
-        starts = np.cumsum(heights) - heights
-        X, Y = (a.ravel() for a in np.meshgrid(np.arange(bloks.size), np.arange(bloks.size)))
-        held = fcblk[bloks[X]] >= fcblk[bloks[Y]]
-        X, Y = X[held], Y[held]
-        pos = _positions(layout, layout.frow[bloks[X]], layout.frow[bloks[Y]], st.off)
-        c = fcblk[bloks[Y]]
-        col, row = np.divmod(pos - st.off[c], stride[c])
-        base = max(uoff, 0)
-        G = np.zeros((self.S, self.S), dtype=Z.dtype, order="F")
-        for x, y, cc, r, q in zip(*(a.tolist() for a in (X, Y, c, row, col)), strict=True):
-            m, w = int(stride[cc]), int(st.width[cc])
-            panel = Z[base + st.off[cc] : base + st.off[cc] + m * w].reshape(w, m).T
-            a0, b0 = int(starts[x]), int(starts[y])
-            G[a0 : a0 + heights[x], b0 : b0 + heights[y]] = panel[
-                r : r + heights[x], q : q + heights[y]
-            ]
+        upper one (their diagonal blocks are not written: 0). The kernel
+        (:func:`pastixpy._selinv.gather_lower`) copies it blok pair by blok pair, each
+        a block of a panel. A batch of one cblk comes F-ordered, as BLAS's symm takes it.
+        """
+        layout = self.st.layout
+        order = "F" if self.ks.size == 1 else "C"
+        G = np.zeros((self.ks.size, self.S, self.S), dtype=Z.dtype, order=order)
+        ks = np.ascontiguousarray(self.ks, dtype=np.int64)
+        arrays = (layout.fcol, layout.bloknum, layout.stride, layout.frow, layout.lrow)
+        _selinv.gather_lower(
+            Z, max(uoff, 0), ks, *arrays, layout.fcblk, layout.bcoef, self.st.off, G
+        )
+        if mirror is not None:
+            _selinv.mirror_upper(
+                ks, layout.bloknum, layout.frow, layout.lrow, layout.fcblk, bool(mirror), G
+            )
         return G
 
     def gather_full(self, Z, conj):

@@ -52,6 +52,7 @@ LAYERS = [
             "_amd",
             "_matching",
             "_simplicial",
+            "_selinv",
         ],
     ),
 ]
@@ -60,7 +61,7 @@ LAYERS = [
 FACADES = {"pastixpy"}
 
 #: The compiled modules (setup.py's extensions), kernels at the bottom.
-COMPILED = ("_numeric", "_symbolic", "_graph", "_amd", "_matching", "_simplicial")
+COMPILED = ("_numeric", "_symbolic", "_graph", "_amd", "_matching", "_simplicial", "_selinv")
 
 
 def modules():
