@@ -198,14 +198,13 @@ def test_forced_symmetric_kind_on_a_matrix_that_is_not():
 @pytest.mark.parametrize("kind", ["llt", "ldlh", "lu"])
 def test_batched_and_single_paths_agree(kind, monkeypatch):
     """The same entries whether cblks are padded into batches or computed one at a
-    time, gathered by entries or by blok-pair slices."""
+    time."""
     A = shifted_laplacian("llt" if kind == "llt" else "ldlt", np.complex128)
     F = pastixpy.factorize(A, kind=kind)
     reference = F.inv_selected().toarray()
     for name, value in [
         ("SIZE_CLASSES", (64,)),  # every small cblk padded to 64
         ("SIZE_CLASSES", (1,)),  # every cblk alone, none padded
-        ("PAIR_ENTRIES", 0),  # every single cblk gathered by slices
         ("BATCH_SCALARS", 1),  # batches of one cblk
     ]:
         with monkeypatch.context() as m:
@@ -338,3 +337,41 @@ def test_property_diagonal_of_the_inverse(n, density, seed, kind):
     A = sp.csc_array(A)
     F = pastixpy.factorize(A, kind=kind)
     check_against_dense(F, A)
+
+
+def test_the_gather_kernel_matches_dense_indexing():
+    """pastixpy._selinv.gather_lower and mirror_upper against Z[S, S] read from a dense
+    symmetric matrix written into panels of the factor's layout."""
+    from pastixpy import _selinv
+
+    A = laplacian((7, 7, 7))
+    F = pastixpy.factorize(A, kind="llt", threads=1)
+    layout = F._factors.layout
+    n = A.shape[0]
+    rng = np.random.default_rng(0)
+    M = rng.standard_normal((n, n)) + 1j * rng.standard_normal((n, n))
+    M = M + M.conj().T  # Hermitian: the mirror is conjugated
+    sizes = layout.stride * np.diff(layout.fcol)
+    off = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    Z = np.zeros(int(off[-1]), dtype=np.complex128)
+    rows_of = []
+    for k in range(layout.ncblk):
+        rows = np.concatenate(
+            [
+                np.arange(layout.frow[b], layout.lrow[b] + 1)
+                for b in range(layout.bloknum[k], layout.bloknum[k + 1])
+            ]
+        )
+        cols = np.arange(layout.fcol[k], layout.fcol[k + 1])
+        Z[off[k] : off[k + 1]] = M[np.ix_(rows, cols)].ravel(order="F")
+        rows_of.append(rows[cols.size :])
+    ks = np.array([k for k in range(layout.ncblk) if rows_of[k].size], dtype=np.int64)
+    S = max(rows_of[k].size for k in ks)
+    G = np.zeros((ks.size, S, S), dtype=np.complex128)
+    arrays = (layout.fcol, layout.bloknum, layout.stride, layout.frow, layout.lrow)
+    _selinv.gather_lower(Z, 0, ks, *arrays, layout.fcblk, layout.bcoef, off, G)
+    _selinv.mirror_upper(ks, layout.bloknum, layout.frow, layout.lrow, layout.fcblk, True, G)
+    for i, k in enumerate(ks):
+        s = rows_of[k]
+        np.testing.assert_array_equal(G[i, : s.size, : s.size], M[np.ix_(s, s)])
+        assert not G[i, s.size :].any() and not G[i, :, s.size :].any()
