@@ -471,8 +471,8 @@ class Factorization:
         The Takahashi (Erisman-Tinney) recurrence on the factor's supernodal blocks
         computes the entries of A⁻¹ on the factor's pattern, from the last column
         block to the first, with dense products of the sizes the factorization itself
-        used: it costs a few factorizations (4 to 9 measured, docs/solve.md), not n
-        solves. See :meth:`inv_selected` for what it computes and supports, and
+        used: it costs a small multiple of the factorization (docs/solve.md, "Selected
+        inverse", has the measured ratios), not n solves. See :meth:`inv_selected` for what it computes and supports, and
         :mod:`pastixpy.selected_inverse`.
 
         Returns
@@ -484,7 +484,8 @@ class Factorization:
         Raises
         ------
         PastixError
-            The factorization is distributed (``comm=``).
+            The factorization is distributed (``comm=``), or leaves a Schur complement
+            unfactored (``schur=``).
 
         Warns
         -----
@@ -534,7 +535,8 @@ class Factorization:
         Raises
         ------
         PastixError
-            The factorization is distributed (``comm=``).
+            The factorization is distributed (``comm=``), or leaves a Schur complement
+            unfactored (``schur=``).
 
         Warns
         -----
