@@ -257,7 +257,7 @@ def test_pickle_and_save_load_in_a_fresh_process(tmp_path):
         "np.save(sys.argv[1], x)\n"
     )
     out = tmp_path / "x.npy"
-    subprocess.run([sys.executable, "-c", code, str(out)], check=True)
+    subprocess.run([sys.executable, "-c", code, str(out)], check=True, cwd=tmp_path)
     x = F.schur_expand(b, np.linalg.solve(F.schur(), F.schur_reduce(b)))
     assert np.array_equal(np.load(out), x)
 
