@@ -11,7 +11,7 @@ import numpy as np
 
 from . import _symbolic
 from .clusters import cluster_supernodes
-from .errors import OptionError, PastixError
+from .errors import InvalidInputError, OptionError, PastixError
 from .kinds import KINDS
 from .matrix import canonical_csc, compact_index, matrix_symmetry, symmetric_pattern
 from .options import KIND_CHOICES, parse_option
@@ -261,7 +261,7 @@ def analyze(
         Unknowns ordered last, in the order given, as one cblk: the analysis of a
         Schur complement factorization (``factorize(A, schur=...)``, see
         :mod:`pastixpy.schur`). The other unknowns are ordered by themselves; no
-        reordering inside supernodes, no clusters, no pairs.
+        reordering inside supernodes, no clusters, no pair with a Schur unknown.
     threads : int, optional
         Cores for the METIS runs (the runs after the first in forked processes,
         on Linux); default: the cores available. With one, METIS runs once
@@ -326,10 +326,12 @@ def analyze(
     lap("graph")
     together = None
     schur = check_schur(schur, n)
-    if schur is not None and (pairs is not None or clusters is not None):
-        raise OptionError("schur= does not combine with pairs= or clusters=")
+    if schur is not None and clusters is not None:
+        raise OptionError("schur= does not combine with clusters=")
     if pairs is not None:
         pairs = check_pairs(pairs, n, xadj, adjncy)
+        if schur is not None and np.isin(pairs, schur).any():
+            raise InvalidInputError("a 2x2 pair holds a Schur unknown: pair the others only")
     cheapest = {}  # the tree of the cheapest METIS candidate, reused if it is kept
 
     def flops(perm):
@@ -343,7 +345,7 @@ def analyze(
     if schur is None:
         ordered = order(xadj, adjncy, ordering, pairs, cost=flops, allowance=allowance)
     else:
-        ordered = _schur_ordered(xadj, adjncy, ordering, schur, allowance)
+        ordered = _schur_ordered(xadj, adjncy, ordering, schur, pairs, allowance)
     if pairs is not None:
         ordered = replace(ordered, perm=keep_pairs_adjacent(ordered.perm, pairs))
     lap("ordering")
@@ -417,11 +419,16 @@ def analyze(
     return Analysis(n, kind, ordered, tree, symbol, stats, xadj, adjncy, schur)
 
 
-def _schur_ordered(xadj, adjncy, ordering, schur, allowance):
+def _schur_ordered(xadj, adjncy, ordering, schur, pairs, allowance):
     """The ordering of a Schur complement analysis: the graph of the other unknowns
-    ordered alone (its own METIS candidates compared by their flops), ``schur`` after."""
+    ordered alone (its own METIS candidates compared by their flops; ``pairs``, none
+    with a Schur unknown, ordered as one), ``schur`` after."""
     n = xadj.shape[0] - 1
     sub_xadj, sub_adjncy, keep = interior_graph(xadj, adjncy, schur)
+    if pairs is not None:
+        local = np.full(n, -1, dtype=np.int64)
+        local[keep] = np.arange(keep.size)
+        pairs = local[pairs]
 
     def flops(perm):
         return elimination_tree(sub_xadj, sub_adjncy, perm).flops
@@ -430,7 +437,7 @@ def _schur_ordered(xadj, adjncy, ordering, schur, allowance):
         sub_xadj,
         sub_adjncy,
         interior_ordering(ordering, schur, n),
-        None,
+        pairs,
         cost=flops,
         allowance=allowance,
     )

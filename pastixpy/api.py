@@ -136,8 +136,9 @@ def factorize(
         :meth:`Factorization.schur_expand` are the partial solves around it. The
         Schur unknowns are ordered last, as one block that the factorization
         updates but does not factor (docs/solve.md, "Schur complement"). Not with
-        ``compress``, ``precision="mixed"`` or ``comm``; no row matching nor 2x2
-        pairs. Full solves still work (a dense LU of S between the sweeps).
+        ``compress``, ``precision="mixed"`` or ``comm``; no row matching, and no 2x2
+        pair takes a Schur unknown. Full solves still work (a dense LU of S between
+        the sweeps).
     memory_limit : int, str or None
         A memory budget: bytes (``8 * 2**30``), a size (``"8GiB"``, ``"512MiB"``,
         ``"2.5GB"``), or ``"auto"`` (what the process may take). Before anything is

@@ -472,8 +472,8 @@ class Factorization:
         computes the entries of A⁻¹ on the factor's pattern, from the last column
         block to the first, with dense products of the sizes the factorization itself
         used: it costs a small multiple of the factorization (docs/solve.md, "Selected
-        inverse", has the measured ratios), not n solves. See :meth:`inv_selected` for what it computes and supports, and
-        :mod:`pastixpy.selected_inverse`.
+        inverse", has the measured ratios), not n solves. See :meth:`inv_selected` for
+        what it computes and supports, and :mod:`pastixpy.selected_inverse`.
 
         Returns
         -------

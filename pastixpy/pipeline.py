@@ -273,7 +273,11 @@ def _run(C, plan, options, seconds, retries, backend, reuse=None):
         seconds["verify"] = seconds.get("verify", 0.0) + time.perf_counter() - t0
         state.stats["seconds"]["verify"] = seconds["verify"]
         if verdict == "coarsen":
-            retries.append("perturbed pivots defeated refinement: wider supernodes")
+            retries.append(
+                "perturbed pivots defeated refinement: wider supernodes"
+                if state.analysis.schur is None
+                else "perturbed pivots in A11 would leave S a nearby matrix's: wider supernodes"
+            )
             state.solver = None  # free the factors before the next try
             plan, reuse = replace(plan, analysis=None, prep=state.prep, coarse=True), None
             continue
@@ -387,7 +391,9 @@ def _indefinite_plan(C, plan, options, seconds):
     if plan.given_analysis:
         return replace(plan, kind=kind, prep=None)
     t0 = time.perf_counter()
-    prep = preprocess(C, kind, matching=_matching(options), scaling=options.scaling)
+    prep = preprocess(
+        C, kind, matching=_matching(options, kind), scaling=options.scaling, alone=options.schur
+    )
     seconds["preprocess"] += time.perf_counter() - t0
     analysis = plan.analysis if prep.pairs is None else None
     return replace(plan, kind=kind, prep=prep, analysis=analysis)
@@ -518,9 +524,11 @@ def _preprocessed(C, plan, options):
     given = plan.analysis is not None and plan.given_analysis
     # A given analysis fixes the pattern: pairs cannot be added, a row matching
     # is kept only if the analysis was made after it (F.analysis).
-    matching = _matching(options) and (not given or plan.kind.two_factors)
+    matching = _matching(options, plan.kind) and (not given or plan.kind.two_factors)
     if prep is None:
-        prep = preprocess(C, plan.kind, matching=matching, scaling=options.scaling)
+        prep = preprocess(
+            C, plan.kind, matching=matching, scaling=options.scaling, alone=options.schur
+        )
     B = prep.apply(C)
     if given and not _same_pattern(plan.analysis, B) and matching:
         prep = preprocess(C, plan.kind, matching=False, scaling=options.scaling)
@@ -533,10 +541,11 @@ def _preprocessed(C, plan, options):
     return prep, B
 
 
-def _matching(options):
-    """Whether the preprocessing may match rows (LU) or pair unknowns (LDLᵀ): not for a
-    Schur complement, which is of A's own rows and columns, each Schur unknown alone."""
-    return options.matching and options.schur is None
+def _matching(options, kind):
+    """Whether the preprocessing may match rows (LU) or pair unknowns (LDLᵀ). A Schur
+    complement is of A's own rows: no row matching; 2x2 pairs, but none with a Schur
+    unknown (``preprocess(alone=...)``)."""
+    return options.matching and (options.schur is None or not kind.two_factors)
 
 
 def _check_schur_analysis(analysis, options):
@@ -576,6 +585,10 @@ def _verify(state):
     matrix; it must reach the tolerance."""
     solver = state.solver
     perturbed = bool(solver.perturbed_columns)
+    if perturbed and state.analysis.schur is not None:
+        # Refinement corrects solves, not the Schur complement: S is that of the
+        # perturbed matrix, so wider supernodes get one more try at pivoting locally.
+        return "coarsen" if state.kind.local_pivots and not state.plan.coarse else "ok"
     if solver.refine[0] == "none" or not (perturbed or solver.mixed or solver.compressed):
         return "ok"
     if solve_policy.probe(solver):

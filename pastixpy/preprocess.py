@@ -249,8 +249,9 @@ def equilibrate(A, symmetric, iterations=20, tol=1e-2, rows=None, weights=None):
     )
 
 
-def pivot_pairs(B, weak=1e-2):
-    """2x2 pivot pairs for LDLᵀ: each weak-diagonal unknown with a strong neighbour.
+def pivot_pairs(B, weak=1e-2, alone=None):
+    """2x2 pivot pairs for LDLᵀ: each weak-diagonal unknown with a strong neighbour;
+    the unknowns in ``alone`` (a Schur complement's) take part in none.
 
     Static pivoting cannot move a pivot out of its cblk, so an unknown with a
     zero (or tiny) diagonal, as in the constraint block of a KKT matrix, needs a
@@ -280,13 +281,15 @@ def pivot_pairs(B, weak=1e-2):
     C = sp.csc_array(B)  # shares B's arrays: read only (stored zeros are skipped below)
     n = C.shape[0]
     diag = np.abs(C.diagonal())
-    is_weak = diag < weak
-    weak_idx = np.flatnonzero(is_weak)
     free = np.ones(n, dtype=bool)
+    if alone is not None:
+        free[alone] = False
+    is_weak = (diag < weak) & free
+    weak_idx = np.flatnonzero(is_weak)
     grounded = np.empty((0, 2), dtype=np.int64)
     pairs = []
     if weak_idx.size:
-        pairs = _matched_pairs(C, weak_idx, np.flatnonzero(~is_weak))
+        pairs = _matched_pairs(C, weak_idx, np.flatnonzero(~is_weak & free))
         if _pairs_cycle(C, pairs, is_weak):
             grounded = _grounded_pairs(C, is_weak, free)
             rest = weak_idx[free[weak_idx]]
@@ -372,7 +375,7 @@ def _matched_pairs(C, rows, cols):
     return [(int(i), int(j)) for i, j in zip(rows[keep], cols[col_of_row], strict=True)]
 
 
-def preprocess(A, kind, matching=True, scaling=True, row_perm=None, pairs=None):
+def preprocess(A, kind, matching=True, scaling=True, row_perm=None, pairs=None, alone=None):
     """Choose and compute the transformation applied before factoring A with ``kind``
     (a :class:`~pastixpy.kinds.Kind`).
 
@@ -383,7 +386,8 @@ def preprocess(A, kind, matching=True, scaling=True, row_perm=None, pairs=None):
     LDLᵀ/LDLᴴ: symmetric equilibration, then 2x2 pivot pairs for weak
     diagonals (when ``matching``; or the given ``pairs``); LLᵀ: the power-of-two
     diagonal scaling of :func:`binary_diagonal_scaling` (when ``scaling``; Cholesky
-    needs no pivot help, only a range to work in).
+    needs no pivot help, only a range to work in). ``alone``: unknowns no 2x2 pair may
+    take (a Schur complement's, each its own row and column of S).
     """
     n = A.shape[0]
     ones = np.ones(n)
@@ -416,6 +420,6 @@ def preprocess(A, kind, matching=True, scaling=True, row_perm=None, pairs=None):
     else:
         dr, dc = ones, ones
     if pairs is None and kind.block_diagonal and matching:
-        pairs = pivot_pairs(sp.diags_array(dr) @ A @ sp.diags_array(dc))
+        pairs = pivot_pairs(sp.diags_array(dr) @ A @ sp.diags_array(dc), alone=alone)
         pairs = pairs if pairs.size else None
     return Preprocessing(row_perm, dr, dc, pairs)

@@ -224,13 +224,37 @@ def test_schur_calls_need_a_schur_factorization_and_spsolve_refuses_it():
         Fs.slogdet()
 
 
-def test_perturbed_pivots_are_said_when_s_is_read():
+def test_perturbed_pivots_get_wider_supernodes_then_are_said_when_s_is_read():
+    # Refined solves would pass, but S carries the perturbation: wider supernodes first.
     n = 100
     A = sp.csc_array(laplacian((10, 10)) - 3.0 * sp.eye(n))
     F = pastixpy.factorize(A, schur=[5, 77, 3, 40, 41, 42], kind="ldlt")
-    assert F.stats["perturbed_pivots"] == 1
+    assert F.stats["perturbed_pivots"] == 0 and F.stats["coarsened"]
+    assert "would leave S a nearby matrix's" in F.stats["retries"][0]
+    idx = np.array([5, 77, 3, 40, 41, 42])
+    np.testing.assert_allclose(F.schur(), reference(dense(A), idx), rtol=1e-9, atol=1e-9)
+    # A₁₁ singular: no pivoting avoids the perturbation, and reading S says so.
+    B = sp.csc_array(np.array([[1.0, 1, 1], [1, 1, 1], [1, 1, 3]]))
+    G = pastixpy.factorize(B, schur=[2], kind="ldlt")
+    assert G.stats["perturbed_pivots"] == 1
     with pytest.warns(PastixWarning, match="Schur complement is that of a nearby matrix"):
-        F.schur()
+        G.schur()
+
+
+def test_pairs_for_weak_diagonals_never_take_a_schur_unknown():
+    # A KKT matrix whose constraints' zero diagonal is paired with strong unknowns, the
+    # Schur unknowns (two of K's) kept out of every pair.
+    K = laplacian((6, 6))
+    C = sp.random(10, 36, density=0.2, random_state=1) + sp.eye(10, 36)
+    M = sp.csc_array(sp.bmat([[K, C.T], [C, None]]))
+    idx = np.array([0, 1])
+    F = pastixpy.factorize(M, schur=idx)
+    assert F.kind == "ldlt" and F.stats["pairs"] > 0 and F.stats["perturbed_pivots"] == 0
+    pairs = pastixpy.preprocess.preprocess(M, F._state.kind, alone=idx).pairs
+    assert pairs is not None and not np.isin(pairs, idx).any()
+    np.testing.assert_allclose(F.schur(), reference(dense(M), idx), rtol=1e-10, atol=1e-12)
+    with pytest.raises(InvalidInputError, match="pair holds a Schur unknown"):
+        pastixpy.analyze(M, schur=[0, 1], pairs=[[1, 37]])
 
 
 def test_schur_complement_function_is_pythons_mumps_name():
