@@ -51,10 +51,13 @@ def test_a_saved_factorization_solves_as_the_original(case, tmp_path):
     assert G.kind == F.kind and G.dtype == F.dtype
 
 
-def test_a_later_process_solves_without_factoring(tmp_path):
-    """A fresh interpreter loads the file and solves; the pipeline never runs there."""
-    A = laplacian((20, 20))
-    F = pastixpy.factorize(A)
+@pytest.mark.parametrize("case", ["llt", "mixed", "compressed", "ldlt pairs"])
+def test_a_later_process_solves_without_factoring(case, tmp_path):
+    """A fresh interpreter loads the file and solves, bit for bit as here; the pipeline
+    never runs there (compressed tiles, single-precision factors and 2x2 pivots too)."""
+    build, options = CASES[case]
+    A = build()
+    F = pastixpy.factorize(A, **options)
     F.save(tmp_path / "F.pastixpy")
     b = np.ones(A.shape[0])
     np.save(tmp_path / "x.npy", F.solve(b))
