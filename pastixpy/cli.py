@@ -16,6 +16,7 @@ from .errors import PastixError
 from .io import check_writable, read_dense, read_matrix, write_dense
 from .ordering import ORDERINGS
 from .runtime import peak_memory
+from .version import __version__
 
 KIND_CHOICES = ["auto", "llt", "ldlt", "ldlh", "lu"]
 PRECISION_CHOICES = ["auto", "double", "single", "mixed"]
@@ -117,6 +118,7 @@ def _parser():
     p = argparse.ArgumentParser(
         prog="pastixpy", description="Sparse direct solver in the lineage of PaStiX."
     )
+    p.add_argument("--version", action="version", version=f"pastixpy {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     a = sub.add_parser(
         "analyze",

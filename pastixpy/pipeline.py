@@ -57,6 +57,7 @@ from .preprocess import check_structural_rank, preprocess
 from .runtime import blas_threads
 from .schur import check_schur, check_schur_options
 from .solve import Solver, pivot_order_gathers
+from .version import __version__
 
 #: Wider supernodes for a second try when static pivoting defeats refinement:
 #: larger diagonal blocks leave local pivoting more rows to choose from.
@@ -491,6 +492,7 @@ def _attempt(C, plan, options, seconds, backend, reuse):
     )
     stats = dict(analysis.stats, coarsened=plan.coarse)
     stats.update(
+        version=__version__,
         kind=kind.name,
         precision=_precision_name(C.dtype, factors.dtype, options.precision),
         factor_dtype=str(factors.dtype),

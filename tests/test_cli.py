@@ -318,3 +318,16 @@ def test_compress_strategy_or_method_alone_implies_compression(capsys, flags, st
 def test_no_compress_flag_means_no_compression(capsys):
     assert main(["solve", "--example", "lap2d:30", "--json"]) == 0
     assert not json.loads(capsys.readouterr().out).get("compression")
+
+
+def test_version(capsys):
+    """``pastixpy --version`` prints the package's version (that of pyproject.toml) and
+    exits 0, without a command."""
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0
+    assert capsys.readouterr().out.strip() == f"pastixpy {pastixpy.__version__}"
+    pyproject = (Path(__file__).parents[1] / "pyproject.toml").read_text()
+    assert f'version = "{pastixpy.__version__}"' in pyproject
+    F = pastixpy.factorize(pastixpy.gallery.laplacian((5, 5)))
+    assert F.stats["version"] == pastixpy.__version__
