@@ -1,4 +1,5 @@
-"""The README's Python blocks run as written, each pasted into a fresh interpreter."""
+"""The Python blocks of the README and of docs/*.md run as written, each pasted into a
+fresh interpreter."""
 
 import importlib.util
 import os
@@ -12,16 +13,26 @@ import pytest
 import pastixpy
 
 ROOT = Path(__file__).resolve().parents[1]
-BLOCKS = re.findall(r"^```python\n(.*?)^```", (ROOT / "README.md").read_text(), re.S | re.M)
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+BLOCKS = [
+    (page.relative_to(ROOT).as_posix(), i, block)
+    for page in PAGES
+    for i, block in enumerate(re.findall(r"^```python\n(.*?)^```", page.read_text(), re.S | re.M))
+]
+
+#: Blocks that show what only a run over several ranks gives (``mpiexec``): skipped,
+#: with the reason; tests/test_distributed.py runs that code under mpiexec.
+NEEDS_MPIEXEC = {("docs/distributed.md", 0): "reads the statistics of a run over ranks"}
 
 
 def test_the_readme_has_python_blocks():
-    assert len(BLOCKS) >= 2
+    assert sum(page == "README.md" for page, _, _ in BLOCKS) >= 2
 
 
-@pytest.mark.parametrize("index", range(len(BLOCKS)))
-def test_readme_block_runs(index, tmp_path):
-    block = BLOCKS[index]
+@pytest.mark.parametrize("page, index, block", BLOCKS, ids=[f"{p}:{i}" for p, i, _ in BLOCKS])
+def test_block_runs(page, index, block, tmp_path):
+    if (page, index) in NEEDS_MPIEXEC:
+        pytest.skip(f"needs mpiexec: {NEEDS_MPIEXEC[page, index]}")
     if "mpi4py" in block and importlib.util.find_spec("mpi4py") is None:
         pytest.skip("mpi4py is not installed")
     # Away from the source tree, on the package these tests import, one thread per
@@ -39,4 +50,4 @@ def test_readme_block_runs(index, tmp_path):
         env=env,
         timeout=300,
     )
-    assert run.returncode == 0, f"README block {index} failed:\n{block}\n{run.stderr}"
+    assert run.returncode == 0, f"{page} block {index} failed:\n{block}\n{run.stderr}"
