@@ -28,6 +28,7 @@ import numpy as np
 from . import _numeric, solve_policy
 from .errors import OutOfMemoryError, SingularMatrixError
 from .memory import headroom
+from .numeric import SchurFactors
 from .permutation import inverse_permutation
 from .refine import backward_error, refine
 from .runtime import blas_threads
@@ -479,18 +480,19 @@ def unpermute_rows_inplace(a, index):
 
 def _schur_factors(solver):
     F = solver.factors
-    if not hasattr(F, "reduce"):
+    if not isinstance(F, SchurFactors):
         raise TypeError("not the factors of a Schur complement factorization")
     return F
 
 
-def _by_parts(solver, b2, run):
-    """``run`` on b2 converted to the factors' dtype; a complex b2 with real factors as
-    its real and imaginary parts."""
-    F = solver.factors
-    if np.iscomplexobj(b2) and not np.iscomplexobj(np.empty(0, F.dtype)):
-        return run(b2.real) + 1j * run(b2.imag)
-    return run(b2)
+def _by_parts(solver, run, *arrays):
+    """``run(*arrays)``; where one of them is complex and the factors are real, run on
+    their real parts and on their imaginary parts (two real systems), recombined."""
+    if any(np.iscomplexobj(a) for a in arrays) and not np.iscomplexobj(
+        np.empty(0, solver.factors.dtype)
+    ):
+        return run(*(np.real(a) for a in arrays)) + 1j * run(*(np.imag(a) for a in arrays))
+    return run(*arrays)
 
 
 def schur_complement(solver):
@@ -520,7 +522,7 @@ def schur_reduce(solver, b2):
             y /= dr[F.first :]
         return y.astype(np.promote_types(solver.dtype, R.dtype), copy=False)
 
-    return _by_parts(solver, b2, run)
+    return _by_parts(solver, run, b2)
 
 
 def schur_expand(solver, b2, x2):
@@ -529,8 +531,7 @@ def schur_expand(solver, b2, x2):
     F = _schur_factors(solver)
     into, back, _, dr, dc = solver.gathers["N"]
 
-    def run(parts):
-        R, Y = parts
+    def run(R, Y):
         X = np.ascontiguousarray(R[into], dtype=F.dtype)
         if dr is not None:
             X *= dr
@@ -544,7 +545,4 @@ def schur_expand(solver, b2, x2):
         x[back[F.first :]] = Y  # as given, not through the scaling and back
         return x
 
-    F_complex = np.iscomplexobj(np.empty(0, F.dtype))
-    if (np.iscomplexobj(b2) or np.iscomplexobj(x2)) and not F_complex:
-        return run((b2.real, np.real(x2))) + 1j * run((np.imag(b2), np.imag(x2)))
-    return run((b2, x2))
+    return _by_parts(solver, run, b2, x2)
