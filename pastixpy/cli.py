@@ -15,7 +15,7 @@ from .distributed.numeric import wait_for_all
 from .errors import PastixError
 from .io import check_writable, read_dense, read_matrix, write_dense
 from .ordering import ORDERINGS
-from .runtime import peak_memory
+from .runtime import OPENMP, peak_memory
 from .version import __version__
 
 KIND_CHOICES = ["auto", "llt", "ldlt", "ldlh", "lu"]
@@ -118,7 +118,8 @@ def _parser():
     p = argparse.ArgumentParser(
         prog="pastixpy", description="Sparse direct solver in the lineage of PaStiX."
     )
-    p.add_argument("--version", action="version", version=f"pastixpy {__version__}")
+    build = "OpenMP" if OPENMP else "built without OpenMP: kernels run on one thread"
+    p.add_argument("--version", action="version", version=f"pastixpy {__version__} ({build})")
     sub = p.add_subparsers(dest="command", required=True)
     a = sub.add_parser(
         "analyze",

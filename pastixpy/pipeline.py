@@ -54,7 +54,7 @@ from .numeric import ONE_PROCESS, AssemblyMap, PanelLayout, SchurFactors, is_sma
 from .options import parse_option
 from .ordering import METIS_UFACTORS, ORDERINGS
 from .preprocess import check_structural_rank, preprocess
-from .runtime import blas_threads
+from .runtime import OPENMP, blas_threads
 from .schur import check_schur, check_schur_options
 from .solve import Solver, pivot_order_gathers
 from .version import __version__
@@ -500,6 +500,7 @@ def _attempt(C, plan, options, seconds, backend, reuse):
         factor_bytes=footprint.nbytes,
         perturbed_pivots=int(perturbed.size),
         threads=factors.threads,
+        openmp=OPENMP,
         pivot_tol=float(pivot_tol),
         matching=prep.row_perm is not None,
         pairs=0 if prep.pairs is None else int(prep.pairs.shape[0]),

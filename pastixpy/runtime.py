@@ -15,8 +15,10 @@ What a process may do is one record, :class:`Allowance`, made by one of two rule
   implementations do not support.
 
 The kernels' OpenMP threads follow a rule of their own, whatever the allowance
-(:func:`kernel_threads`): GNU OpenMP's thread pool does not survive fork(), so in a
-child forked from a process that ran threaded kernels they run on one thread. A
+(:func:`kernel_threads`): a build without OpenMP (:data:`OPENMP`, a compiler without
+it: see setup.py) runs them on one thread, and GNU OpenMP's thread pool does not
+survive fork(), so in a child forked from a process that ran threaded kernels they
+run on one thread. A
 forked child may still fork in turn: the children of :func:`fork_child` run no
 OpenMP.
 """
@@ -33,6 +35,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import lapack
 from threadpoolctl import ThreadpoolController
+
+from . import _numeric
+
+#: Whether the kernels were compiled with OpenMP; without it they run on one thread.
+OPENMP = bool(_numeric.OPENMP)
 
 
 def available_cores():
@@ -94,9 +101,10 @@ if hasattr(os, "register_at_fork"):
 
 
 def kernel_threads(threads):
-    """The OpenMP threads kernels may run on: ``threads``, or 1 in a forked child of a
-    process that ran threaded kernels. Marks the pool used when more than one."""
-    if _openmp["forked"]:
+    """The OpenMP threads kernels may run on: ``threads``, or 1 in a build without
+    OpenMP (:data:`OPENMP`) and in a forked child of a process that ran threaded
+    kernels. Marks the pool used when more than one."""
+    if not OPENMP or _openmp["forked"]:
         return 1
     if threads > 1:
         _openmp["used"] = True

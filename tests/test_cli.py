@@ -10,6 +10,7 @@ import pytest
 
 import pastixpy
 from pastixpy.cli import main
+from pastixpy.runtime import OPENMP
 
 from conftest import MATRIX_DIR
 
@@ -322,11 +323,12 @@ def test_no_compress_flag_means_no_compression(capsys):
 
 def test_version(capsys):
     """``pastixpy --version`` prints the package's version (that of pyproject.toml) and
-    exits 0, without a command."""
+    whether its kernels have OpenMP threads, and exits 0, without a command."""
     with pytest.raises(SystemExit) as e:
         main(["--version"])
     assert e.value.code == 0
-    assert capsys.readouterr().out.strip() == f"pastixpy {pastixpy.__version__}"
+    build = "OpenMP" if OPENMP else "built without OpenMP: kernels run on one thread"
+    assert capsys.readouterr().out.strip() == f"pastixpy {pastixpy.__version__} ({build})"
     pyproject = (Path(__file__).parents[1] / "pyproject.toml").read_text()
     assert f'version = "{pastixpy.__version__}"' in pyproject
     F = pastixpy.factorize(pastixpy.gallery.laplacian((5, 5)))

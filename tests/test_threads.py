@@ -366,7 +366,20 @@ def test_default_threads_use_all_cores():
     F, x = _solve(A, "llt", None)
     _assert_close(x, ref, np.float64)
     assert F1.stats["threads"] == 1
-    assert F.stats["threads"] == pastixpy.runtime.available_cores()
+    cores = pastixpy.runtime.available_cores() if pastixpy.runtime.OPENMP else 1
+    assert F.stats["threads"] == cores
+
+
+def test_stats_say_whether_kernels_have_openmp():
+    """A build without OpenMP (setup.py's fallback) runs every kernel on one thread,
+    whatever is asked, and says so; a build with it runs the threads asked."""
+    A = laplacian((24, 24, 24))
+    F = pastixpy.factorize(A, threads=2)
+    assert F.stats["openmp"] is pastixpy.runtime.OPENMP
+    assert pastixpy.runtime.OPENMP is bool(pastixpy._numeric.OPENMP)
+    assert F.stats["threads"] == (2 if pastixpy.runtime.OPENMP else 1)
+    b = np.ones(A.shape[0])
+    assert np.abs(A @ F.solve(b) - b).max() <= 1e-10
 
 
 @pytest.mark.parametrize("threads", [0, -1, 1.5, "2", True])
@@ -505,5 +518,5 @@ def test_small_factorizations_run_on_one_thread_whatever_asked(monkeypatch):
     b = np.ones(A.shape[0])
     assert np.abs(A @ F.solve(b) - b).max() <= 1e-10
     big = laplacian((24, 24, 24))
-    if pastixpy.runtime.available_cores() > 1:
+    if pastixpy.runtime.available_cores() > 1 and pastixpy.runtime.OPENMP:
         assert pastixpy.factorize(big, threads=2).stats["threads"] == 2

@@ -9,16 +9,26 @@ from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport fabs, hypot, hypotf, sqrt
 from libc.stdint cimport INT64_MAX, int8_t, int32_t, int64_t
 from libc.stdlib cimport calloc, free, malloc
-from openmp cimport (omp_destroy_lock, omp_get_num_threads, omp_get_wtime, omp_init_lock,
-                     omp_lock_t, omp_set_lock, omp_test_lock, omp_unset_lock)
 
 cnp.import_array()
 
-cdef extern from "<sched.h>" nogil:
-    int sched_yield()
+# OpenMP, or a team of one where the compiler has none (platform.h says why).
+cdef extern from "platform.h" nogil:
+    ctypedef struct omp_lock_t:
+        pass
+    void omp_init_lock(omp_lock_t*)
+    void omp_destroy_lock(omp_lock_t*)
+    void omp_set_lock(omp_lock_t*)
+    void omp_unset_lock(omp_lock_t*)
+    int omp_test_lock(omp_lock_t*)
+    int omp_get_num_threads()
+    double omp_get_wtime()
+    int PASTIXPY_OPENMP
+    int pastixpy_yield()
+    void pastixpy_prefetch(const void* addr, int rw, int locality)
 
-cdef extern from *:
-    void __builtin_prefetch(const void* addr, int rw, int locality) nogil
+#: Whether the kernels were built with OpenMP: without it they run on one thread.
+OPENMP = bool(PASTIXPY_OPENMP)
 
 ctypedef int64_t idx_t
 ctypedef float complex cfloat

@@ -240,7 +240,7 @@ cdef void worker(Scheduler* S, const FactorState* P, int tid, scalar* work, scal
             S.abort = 1
             omp_unset_lock(&S.qlock)
         if idle:
-            sched_yield()
+            pastixpy_yield()
     omp_set_lock(&S.qlock)
     S.count += count
     omp_unset_lock(&S.qlock)

@@ -25,7 +25,7 @@ cdef inline const char* prefetch_below(const char* start, const char* low) noexc
         low = start
     while low > target:
         low -= 64
-        __builtin_prefetch(low, 0, 3)
+        pastixpy_prefetch(low, 0, 3)
     return low
 
 
