@@ -8,7 +8,31 @@ import pytest
 import scipy.io
 import scipy.sparse as sp
 
+import pastixpy
 from pastixpy.gallery import problem
+from pastixpy.runtime import OPENMP
+
+#: The checkout these tests belong to.
+CHECKOUT = Path(__file__).resolve().parents[1]
+
+
+def pytest_report_header(config):
+    """Which pastixpy the run tests: where it was imported from, and how it was built."""
+    build = "with OpenMP" if OPENMP else "without OpenMP (kernels on one thread)"
+    return f"pastixpy {pastixpy.__version__} from {Path(pastixpy.__file__).parent}, built {build}"
+
+
+def pytest_configure(config):
+    """With PASTIXPY_TEST_INSTALLED=1 (.ci/wheel), the run must test an installed
+    pastixpy, not this checkout's source tree: stop at once where it does not."""
+    if os.environ.get("PASTIXPY_TEST_INSTALLED", "0") not in ("", "0"):
+        where = Path(pastixpy.__file__).resolve()
+        if where.is_relative_to(CHECKOUT):
+            raise pytest.UsageError(
+                f"PASTIXPY_TEST_INSTALLED is set, but pastixpy was imported from {where}, "
+                "inside the checkout: run pytest where the source tree is not importable"
+            )
+
 
 #: The real matrices shipped beside the project (absent on some machines: tests skip).
 MATRIX_DIR = Path(
