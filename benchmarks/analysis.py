@@ -70,6 +70,7 @@ def main():
         sizes = {"3D Laplacian": (60, 60, 60), "2D Laplacian": (1000, 1000)}
     results = {"timing": [], "fill": {}}
 
+    print("# Analysis benchmark (benchmarks/analysis.py)\n")
     print(f"## Analysis time, median of {args.runs} runs\n")
     print("| problem | n | ordering s | rest s | rest / ordering | check() s |")
     print("|---|---:|---:|---:|---:|---:|")

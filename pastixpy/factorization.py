@@ -42,15 +42,8 @@ class Factorization:
     Attributes
     ----------
     kind : str
-        ``"llt"``, ``"ldlt"``, ``"ldlh"`` or ``"lu"``, as factored.
     analysis : Analysis
     stats : dict
-        The analysis statistics plus ``seconds`` per phase, ``factor_entries``,
-        ``factor_bytes``, ``precision``, ``factor_dtype``, ``perturbed_pivots``,
-        ``threads`` (of the numeric factorization), ``retries``, and
-        ``refinement``, ``refinement_steps``, ``backward_error`` and
-        ``seconds["solve"]`` of the last solve made by the calling thread (each
-        thread sees its own).
     """
 
     def __init__(self, C, state, options):
@@ -92,16 +85,24 @@ class Factorization:
 
     @property
     def kind(self):
-        """The kind's name, as factored."""
+        """The kind's name, as factored: ``"llt"``, ``"ldlt"``, ``"ldlh"`` or ``"lu"``."""
         return self._state.kind.name
 
     @property
     def analysis(self):
+        """The :class:`~pastixpy.Analysis` it was factored with (reused by :meth:`refactorize`)."""
         return self._state.analysis
 
     @property
     def stats(self):
-        """The factorization's statistics and the calling thread's last solve (a copy)."""
+        """The factorization's statistics and the calling thread's last solve (a copy).
+
+        The analysis statistics plus ``seconds`` per phase, ``factor_entries``,
+        ``factor_bytes``, ``precision``, ``factor_dtype``, ``perturbed_pivots``,
+        ``threads`` (of the numeric factorization), ``retries``, and ``refinement``,
+        ``refinement_steps``, ``backward_error`` and ``seconds["solve"]`` of the last
+        solve made by the calling thread (each thread sees its own).
+        """
         info = getattr(self._last_solve, "info", None)
         stats = dict(self._state.stats, seconds=dict(self._state.stats["seconds"]))
         if info is not None:
@@ -434,7 +435,7 @@ class Factorization:
         return draw_blocks(self._factors, ax=ax, cmap=cmap)
 
     def slogdet(self):
-        """Sign and natural log of |det(A)|, like ``numpy.linalg.slogdet``.
+        """Sign and natural log of ``|det(A)|``, like ``numpy.linalg.slogdet``.
 
         With perturbed pivots this is the determinant of the perturbed matrix
         (a warning says so). See :func:`pastixpy.determinants.slogdet`.
