@@ -60,6 +60,9 @@ def case(name, n=9, seed=0, duplicates=0):
         M = (M + sp.diags(rng.uniform(2, 3, n)))[rng.permutation(n)]
     elif name == "spd":
         M = M @ M.T + sp.diags(np.full(n, float(n)))
+    elif name == "hpd":  # Hermitian positive definite
+        M = M + 1j * sp.random(n, n, density=0.2, random_state=rng)
+        M = M @ M.conj().T + sp.diags(np.full(n, float(n)))
     elif name == "complex":
         M = M + 1j * sp.random(n, n, density=0.2, random_state=rng) + sp.diags(np.full(n, 3.0))
     else:
@@ -318,7 +321,7 @@ def test_padding_is_left_out(x64):
 # ---------------------------------------------------------------------- determinants
 
 
-@pytest.mark.parametrize("name", ["general", "matched", "spd", "complex"])
+@pytest.mark.parametrize("name", ["general", "matched", "spd", "complex", "hpd"])
 def test_slogdet_and_its_gradient_match_dense(name, x64):
     """log|det A|'s gradient is A⁻ᵀ on A's pattern: from the selected inverse, whose
     pattern holds Aᵀ's even with LU's row matching on an unsymmetric pattern
@@ -346,6 +349,10 @@ def test_slogdet_and_its_gradient_match_dense(name, x64):
     g = jax.jit(jax.grad(ours))(data)
     np.testing.assert_allclose(g, jax.jit(jax.grad(reference))(data), rtol=1e-9, atol=1e-12)
     assert pj.cache_info()[:2] == (2, 1)  # the gradient's forward and backward reuse it
+    if name in ("spd", "hpd"):  # logdet: the same gradient as log|det A|
+        g = jax.jit(jax.grad(lambda d: pj.logdet(bcoo(indices, d, n))))(data)
+        want = jax.jit(jax.grad(lambda d: jnp.linalg.slogdet(dense(indices, d, n))[1]))(data)
+        np.testing.assert_allclose(g, want, rtol=1e-9, atol=1e-12)
 
 
 def test_logdet_of_spd_with_kind_llt(x64):
