@@ -496,7 +496,9 @@ def test_solve_and_gradient_property(padded_solve, density, seed, k):
     before = jax.config.read("jax_enable_x64")
     jax.config.update("jax_enable_x64", True)
     try:
-        x, data_bar, b_bar = padded_solve(np.r_[vals, np.zeros(pad)], indices, b, x_bar)
+        # Waited for here: the callbacks run in the x64 mode they were traced in.
+        out = padded_solve(np.r_[vals, np.zeros(pad)], indices, b, x_bar)
+        x, data_bar, b_bar = (np.asarray(a) for a in out)
     finally:
         jax.config.update("jax_enable_x64", before)
     Ad = M.toarray()
