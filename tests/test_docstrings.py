@@ -2,11 +2,15 @@
 
 import doctest
 import importlib
+import importlib.util
 import pkgutil
 
 import pytest
 
 import pastixpy
+
+#: Modules of an optional extra, and the package they need (skipped without it).
+OPTIONAL = {"pastixpy.jax": "jax"}
 
 
 def _modules():
@@ -19,6 +23,8 @@ def _modules():
 
 @pytest.mark.parametrize("name", _modules())
 def test_docstring_examples(name):
+    if name in OPTIONAL and importlib.util.find_spec(OPTIONAL[name]) is None:
+        pytest.skip(f"{OPTIONAL[name]} is not installed")
     module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0, f"{name}: {result.failed} of {result.attempted} examples failed"

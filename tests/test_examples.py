@@ -1,6 +1,7 @@
 """Every script in examples/ runs to the end (each in a fresh process, in a scratch folder),
 so that what the docs point users to keeps working."""
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -10,9 +11,14 @@ import pytest
 
 EXAMPLES = Path(__file__).parents[1] / "examples"
 
+#: Examples of an optional extra, and the package they need (skipped without it).
+NEEDS = {"jax_inverse_problem.py": "jax"}
+
 
 @pytest.mark.parametrize("script", sorted(p.name for p in EXAMPLES.glob("*.py")))
 def test_example_runs(script, tmp_path):
+    if script in NEEDS and importlib.util.find_spec(NEEDS[script]) is None:
+        pytest.skip(f"{NEEDS[script]} is not installed")
     env = {**os.environ, "MPLBACKEND": "Agg"}
     proc = subprocess.run(
         [sys.executable, str(EXAMPLES / script)],

@@ -19,7 +19,7 @@ PACKAGE = ROOT / "pastixpy"
 #: ``pastixpy``; a package's name stands for all its modules.
 LAYERS = [
     ("front ends", ["__main__", "cli"]),
-    ("user surface", ["api", "multilevel"]),
+    ("user surface", ["api", "multilevel", "jax"]),
     ("distributed backend", ["distributed"]),
     ("handle", ["factorization", "determinants", "selected_inverse"]),
     ("pipeline", ["pipeline", "budget"]),

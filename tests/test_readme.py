@@ -33,8 +33,9 @@ def test_the_readme_has_python_blocks():
 def test_block_runs(page, index, block, tmp_path):
     if (page, index) in NEEDS_MPIEXEC:
         pytest.skip(f"needs mpiexec: {NEEDS_MPIEXEC[page, index]}")
-    if "mpi4py" in block and importlib.util.find_spec("mpi4py") is None:
-        pytest.skip("mpi4py is not installed")
+    for optional in ("mpi4py", "jax"):  # the blocks that use an optional extra
+        if optional in block and importlib.util.find_spec(optional) is None:
+            pytest.skip(f"{optional} is not installed")
     # Away from the source tree, on the package these tests import, one thread per
     # process (the shared CI cores).
     env = {
