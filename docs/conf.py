@@ -72,18 +72,6 @@ html_theme = "furo"
 html_title = f"pastixpy {release}"
 
 
-def _api_pages_present(app, docname, source):
-    """Leave pages of modules that this checkout does not have (pastixpy.jax before it
-    lands) out of the API index's table of contents."""
-    if docname != "api/index" or importlib.util.find_spec("pastixpy.jax") is not None:
-        return
-    source[0] = "\n".join(line for line in source[0].splitlines() if line.strip() != "jax")
-
-
-if importlib.util.find_spec("pastixpy.jax") is None:
-    exclude_patterns.append("api/jax.rst")
-
-
 # The gallery: one page per script of examples/, its docstring as the text and its code
 # below (the scripts are run by tests/test_examples.py, not by this build).
 EXAMPLES = ROOT / "examples"
@@ -196,6 +184,5 @@ def _all_documented(app, env):
 
 def setup(app):
     app.connect("env-check-consistency", _all_documented)
-    app.connect("source-read", _api_pages_present)
     app.add_directive("pastixpy-cli-epilog", CliEpilog)
     app.add_directive("pastixpy-example", ExampleCode)

@@ -13,22 +13,15 @@ its conductance to four entries, summed by the solver), on a pattern fixed in ad
 so that its values are a JAX function of theta. Needs ``pip install 'pastixpy[jax]'``.
 """
 
-import sys
 import time
-from pathlib import Path
 
-# Run as a script, this folder comes first on the import path, and its compression.py
-# would shadow the standard library's "compression" package (Python 3.14), which JAX
-# looks for as it starts: leave the folder off the path.
-sys.path = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental import sparse
+from scipy.optimize import minimize
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-from jax.experimental import sparse  # noqa: E402
-from scipy.optimize import minimize  # noqa: E402
-
-from pastixpy import jax as pj  # noqa: E402
+from pastixpy import jax as pj
 
 jax.config.update("jax_enable_x64", True)
 

@@ -528,11 +528,11 @@ def _solve_function(n, options, core_ndim, dtype):
 
 
 def slogdet(A, **options):
-    """Sign and natural log of |det A|, like ``jnp.linalg.slogdet``, differentiable with
+    """Sign and natural log of ``|det A|``, like ``jnp.linalg.slogdet``, differentiable with
     respect to A's stored values.
 
     From the factorization (:meth:`pastixpy.Factorization.slogdet`); the gradient of
-    log|det A| comes from the selected inverse (:meth:`pastixpy.Factorization.inv_selected`)
+    ``log|det A|`` comes from the selected inverse (:meth:`pastixpy.Factorization.inv_selected`)
     of the same factorization, found in the cache.
 
     Parameters
@@ -545,9 +545,9 @@ def slogdet(A, **options):
     Returns
     -------
     sign : jax.Array, scalar
-        ±1 for a real matrix, det A / |det A| for a complex one; of A's dtype.
+        ±1 for a real matrix, ``det A / |det A|`` for a complex one; of A's dtype.
     logabsdet : jax.Array, scalar
-        log|det A|, real (float32 or float64).
+        ``log|det A|``, real (float32 or float64).
 
     Raises
     ------
@@ -556,7 +556,7 @@ def slogdet(A, **options):
 
     Notes
     -----
-    d log|det A| = Re tr(A⁻¹ dA), so the gradient of log|det A| with respect to the
+    d ``log|det A|`` = Re tr(A⁻¹ dA), so the gradient of ``log|det A|`` with respect to the
     stored value A_data[k] at (i, j) is (A⁻¹)[j, i], and JAX's convention makes it so
     for complex A too (unconjugated). A complex sign s has d s = i s Im tr(A⁻¹ dA); with
     the cotangents (s̄, l̄) of (sign, logabsdet),

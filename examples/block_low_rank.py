@@ -5,7 +5,7 @@ The factors' blocks that couple distant patches of a 3D domain are numerically o
 rank; compress=tol stores each as a product U Bt within tol (relative to the matrix's
 Frobenius norm), and solves are refined by GMRES to the requested backward error.
 
-Run: python examples/compression.py [--plot blocks.png]
+Run: python examples/block_low_rank.py [--plot blocks.png]
 """
 
 import argparse
