@@ -13,7 +13,13 @@ from ..memory import (
     headroom,
     stack_bytes,
 )
-from ..runtime import available_cores, kernel_threads, map_blas_buffers, release_free_memory
+from ..runtime import (
+    OPENMP,
+    available_cores,
+    kernel_threads,
+    map_blas_buffers,
+    release_free_memory,
+)
 from .factors import LocalFactors, Pivots
 from .forecast import BLAS_BUFFER_BYTES, forecast, gib
 from .kernels import NumericTask, allocate_storage, factor_cblks
@@ -112,7 +118,9 @@ def factorize_numeric(
         # Small factorizations stay on one thread, the BLAS's included, whatever was
         # asked: starting threads costs more than they save, and on a machine with as
         # many cores as threads the OpenMP and BLAS threads that wait spinning after a
-        # region take the caller's core from it through the calls that follow.
+        # region take the caller's core from it through the calls that follow. A build
+        # without OpenMP runs on one thread too, the BLAS's included: the one thread
+        # its statistics report and its forecast counts buffers for.
         failed = factor_cblks(
             task,
             storage,
@@ -120,7 +128,7 @@ def factorize_numeric(
             threads,
             only=schur_excluded(analysis, layout),
             progress=progress,
-            one_blas=small,
+            one_blas=small or not OPENMP,
         )
     except MemoryError as exc:
         if isinstance(exc, OutOfMemoryError):
