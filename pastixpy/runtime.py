@@ -237,9 +237,11 @@ def fork_child(compute):
     read_fd, write_fd = os.pipe()
     try:
         with warnings.catch_warnings():
-            # Python 3.12+ warns on fork with threads alive (BLAS, OpenMP pools): the child
-            # runs compute() and writes to the pipe, touching no lock those threads hold.
+            # Python 3.12+ warns on fork with threads alive (BLAS, OpenMP pools), and so
+            # does JAX's fork hook once JAX is imported (pastixpy.jax): the child runs
+            # compute() and writes to the pipe, touching no lock those threads hold.
             warnings.simplefilter("ignore", DeprecationWarning)
+            warnings.filterwarnings("ignore", r"os\.fork\(\) was called", RuntimeWarning)
             pid = os.fork()
     except OSError:
         os.close(read_fd)

@@ -2,6 +2,7 @@
 
 import os
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -41,3 +42,18 @@ def test_peak_memory_is_at_least_the_arrays_held():
     peak = peak_memory()
     if peak is not None:
         assert peak >= held.nbytes
+
+
+def test_a_fork_beside_jax_warns_nothing(monkeypatch):
+    """The analysis forks METIS runs; JAX (pastixpy.jax) warns at every fork of a
+    process that imported it, from a fork hook: the fork of a child that touches none
+    of its threads' locks says nothing."""
+    jax = pytest.importorskip("jax")
+    jax.numpy.zeros(3).block_until_ready()  # JAX's runtime and threads started
+    unraised = []
+    monkeypatch.setattr(sys, "unraisablehook", unraised.append)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        child = fork_child(lambda: np.arange(4))
+    assert np.array_equal(child.wait(), np.arange(4))
+    assert unraised == []
