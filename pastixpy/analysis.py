@@ -264,7 +264,8 @@ def analyze(
         reordering inside supernodes, no clusters, no pair with a Schur unknown.
     threads : int, optional
         Cores for the METIS runs (the runs after the first in forked processes,
-        on Linux); default: the cores available. With one, METIS runs once
+        on Linux); default: what the environment allows
+        (:func:`pastixpy.runtime.default_threads`). With one, METIS runs once
         unless ``ufactor`` lists several values.
     allowance : pastixpy.runtime.Allowance, optional
         Internal: what this process may do, in place of ``threads``'s

@@ -85,8 +85,10 @@ def factorize(
         matrix B, eps that of the factors' precision.
     threads : int, optional
         At most this many threads for the numeric factorization and its solves, each
-        running single-threaded BLAS (``1``: the calling thread alone); default: all
-        the cores this process may use. Factorizations under 10⁸ flops
+        running single-threaded BLAS (``1``: the calling thread alone); default: what
+        the environment allows (``OMP_NUM_THREADS`` or a threadpoolctl limit, else
+        every core this process may use: :func:`pastixpy.runtime.default_threads`).
+        Factorizations under 10⁸ flops
         (:data:`pastixpy.numeric.PARALLEL_MIN_FLOPS`) and their solves run on the calling
         thread, the BLAS on one thread, whatever is asked: more threads cost more than
         they save there (``stats["threads"]`` says how many ran). Each column block takes

@@ -5,7 +5,9 @@ and a forked child that computes an array.
 What a process may do is one record, :class:`Allowance`, made by one of two rules:
 
 - **An ordinary process** (:meth:`Allowance.process`) runs on the ``threads`` asked
-  for, by default every core of its affinity mask (:func:`available_cores`). It may
+  for, by default what its environment says (:func:`default_threads`: the OpenMP
+  limit in force, ``OMP_NUM_THREADS`` or threadpoolctl's, else every core of its
+  affinity mask). It may
   fork helper processes (the analysis's METIS runs after the first, each computing a
   permutation while this process computes another) where it has more than one core
   and runs on Linux: elsewhere fork() is missing or unsafe with threads alive.
@@ -43,10 +45,36 @@ OPENMP = bool(_numeric.OPENMP)
 
 
 def available_cores():
-    """Cores this process may run on: the default of every ``threads`` option."""
+    """Cores this process may run on: its affinity mask's."""
     if hasattr(os, "sched_getaffinity"):
         return max(1, len(os.sched_getaffinity(0)))
     return os.cpu_count() or 1
+
+
+def default_threads():
+    """The threads of ``threads=None``, every entry point's default: what the process's
+    environment says, as numpy, scipy, CHOLMOD and MKL read it.
+
+    The limit of the OpenMP runtime in force (``OMP_NUM_THREADS`` as it read it at
+    start, or a threadpoolctl limit on it: ``threadpool_limits(1)``), where one is
+    loaded; else ``OMP_NUM_THREADS`` itself; never more than the affinity mask's
+    cores (:func:`available_cores`). Users who run many processes (multiprocessing,
+    job arrays, MPI ranks) set these to keep each on its share of the cores; the
+    threads counted include the analysis's forked METIS runs (:class:`Allowance`).
+    """
+    cores = available_cores()
+    limits = [lib.num_threads for lib in _openmp_runtimes()]
+    limits = [n for n in limits if isinstance(n, int) and n > 0]
+    if not limits:
+        limits = [n for n in [_env_threads("OMP_NUM_THREADS")] if n]
+    return max(1, min([cores, *limits]))
+
+
+def _env_threads(name):
+    """The thread count an OMP_NUM_THREADS-like variable sets (its first level's), or
+    None where it is unset or not a positive integer."""
+    value = os.environ.get(name, "").split(",")[0].strip()
+    return int(value) if value.isdigit() and int(value) > 0 else None
 
 
 @dataclass(frozen=True)
@@ -68,9 +96,9 @@ class Allowance:
 
     @classmethod
     def process(cls, threads=None):
-        """An ordinary process's allowance: ``threads`` cores (None: every core of the
-        affinity mask); it may fork on Linux when it has more than one."""
-        cores = available_cores() if threads is None else threads
+        """An ordinary process's allowance: ``threads`` cores (None: the environment's,
+        :func:`default_threads`); it may fork on Linux when it has more than one."""
+        cores = default_threads() if threads is None else threads
         return cls(cores, cores > 1 and sys.platform.startswith("linux"))
 
     @classmethod
@@ -124,10 +152,26 @@ def blas_threads(limit):
     if limit is None:
         yield
         return
+    with _controller().limit(limits=int(limit), user_api="blas"):
+        yield
+
+
+def _controller():
+    """The process's threadpoolctl controller, made at the first call."""
     if not _blas_controller:
         _blas_controller.append(ThreadpoolController())
-    with _blas_controller[0].limit(limits=int(limit), user_api="blas"):
-        yield
+    return _blas_controller[0]
+
+
+_openmp_libs = []
+
+
+def _openmp_runtimes():
+    """threadpoolctl's controllers of the OpenMP runtimes loaded (ours among them),
+    found once: each reads its runtime's limit at every call."""
+    if not _openmp_libs:
+        _openmp_libs.append(_controller().select(user_api="openmp").lib_controllers)
+    return _openmp_libs[0]
 
 
 # ---------------------------------------------------------------------------- memory

@@ -2,6 +2,7 @@
 
 import _thread
 import dataclasses
+import json
 import multiprocessing
 import os
 import subprocess
@@ -520,3 +521,71 @@ def test_small_factorizations_run_on_one_thread_whatever_asked(monkeypatch):
     big = laplacian((24, 24, 24))
     if pastixpy.runtime.available_cores() > 1 and pastixpy.runtime.OPENMP:
         assert pastixpy.factorize(big, threads=2).stats["threads"] == 2
+
+
+_ONE_THREAD = """
+import json, resource, sys, time
+import numpy as np
+import pastixpy
+from pastixpy.gallery import laplacian
+
+def cpu():
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(
+        resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+A = laplacian((36, 36, 36))  # threaded kernels and forked METIS runs where allowed
+b = np.ones(A.shape[0])
+pastixpy.spsolve(laplacian((4, 4)), np.ones(16))  # imports and first calls done
+calls = {
+    "spsolve": lambda: pastixpy.spsolve(A, b),
+    "factorize+solve": lambda: pastixpy.factorize(A).solve(b),
+    "factorized": lambda: pastixpy.factorized(A)(b),
+    "analyze": lambda: pastixpy.analyze(A),
+}
+out = {"default": pastixpy.runtime.default_threads()}
+for name, call in calls.items():
+    c0, t0 = cpu(), time.perf_counter()
+    call()
+    out[name] = [cpu() - c0, time.perf_counter() - t0]
+out["threads"] = pastixpy.factorize(A).stats["threads"]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="children's rusage, fork")
+def test_omp_num_threads_1_keeps_every_entry_point_on_one_core(tmp_path):
+    """threads=None follows OMP_NUM_THREADS, as numpy, scipy and MKL do: with it at 1
+    (and the BLAS's), spsolve, factorize + solve, factorized and analyze take no more
+    CPU time than wall time (the forked METIS runs of the analysis counted, through
+    the children's rusage)."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    out = subprocess.run(
+        [sys.executable, "-c", _ONE_THREAD],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    assert r["default"] == 1 and r["threads"] == 1
+    for name in ("spsolve", "factorize+solve", "factorized", "analyze"):
+        cpu, wall = r[name]
+        # rusage counts in clock ticks: a few hundredths of slack.
+        assert cpu <= 1.05 * wall + 0.03, (name, cpu, wall)
+
+
+def test_default_threads_follow_the_openmp_limit_in_force():
+    """The environment's limit (threadpoolctl's on the OpenMP runtime here), never more
+    than the affinity mask's cores; factorizations take it as their default."""
+    cores = pastixpy.runtime.available_cores()
+    assert 1 <= pastixpy.runtime.default_threads() <= cores
+    with threadpool_limits(limits=1, user_api="openmp"):
+        assert pastixpy.runtime.default_threads() == 1
+        assert pastixpy.runtime.Allowance.process().children == 0
+        F = pastixpy.factorize(laplacian((24, 24, 24)))
+        assert F.stats["threads"] == 1
+    with threadpool_limits(limits=64, user_api="openmp"):
+        assert pastixpy.runtime.default_threads() == cores

@@ -15,7 +15,7 @@ from ..memory import (
 )
 from ..runtime import (
     OPENMP,
-    available_cores,
+    default_threads,
     kernel_threads,
     map_blas_buffers,
     release_free_memory,
@@ -203,9 +203,10 @@ def raise_if_failed(failed, analysis):
 
 
 def threads_asked(analysis, layout, threads):
-    """The threads a factorization runs on: ``threads`` (None: every core), but one for
+    """The threads a factorization runs on: ``threads`` (None: the environment's,
+    :func:`~pastixpy.runtime.default_threads`), but one for
     small ones (:func:`is_small`) and single cblks."""
-    threads = available_cores() if threads is None else int(threads)
+    threads = default_threads() if threads is None else int(threads)
     if is_small(analysis) or layout.ncblk < 2:
         threads = 1
     return threads
