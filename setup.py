@@ -7,9 +7,9 @@ bounds checks off; ``PASTIXPY_DEBUG=1`` turns them on.
 
 OpenMP is used where the compiler has it: gcc and clang take ``-fopenmp``, Apple's
 clang ``-Xpreprocessor -fopenmp`` with libomp (Homebrew's, found through
-``brew --prefix libomp`` or ``CPPFLAGS``/``LDFLAGS``), MSVC ``/openmp``. Each is tried by
-compiling and linking a small OpenMP program; where none works the kernels build
-without it, one line says so, and the package runs them on one thread
+``brew --prefix libomp``, ``LIBOMP_PREFIX`` or ``CPPFLAGS``/``LDFLAGS``), MSVC
+``/openmp``. Each is tried by compiling and linking a small OpenMP program; where
+none works the kernels build without it, one line says so, and the package runs them on one thread
 (``pastixpy._numeric.OPENMP``, ``stats["openmp"]``). ``PASTIXPY_OPENMP=0`` builds without
 OpenMP on purpose; ``PASTIXPY_OPENMP=1`` makes its absence an error.
 
@@ -131,7 +131,8 @@ def _quiet():
 
 
 class BuildExt(build_ext):
-    """build_ext adding the :data:`OPTIONAL_FLAGS` this compiler accepts."""
+    """build_ext with this compiler's flags: optimization, the :data:`OPTIONAL_FLAGS`
+    it accepts, and OpenMP's where it has it (:meth:`_openmp_flags`)."""
 
     def finalize_options(self):
         super().finalize_options()
