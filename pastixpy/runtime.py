@@ -27,6 +27,7 @@ OpenMP.
 
 import ctypes
 import ctypes.util
+import functools
 import os
 import signal
 import sys
@@ -139,9 +140,6 @@ def kernel_threads(threads):
     return threads
 
 
-_blas_controller = []
-
-
 @contextmanager
 def blas_threads(limit):
     """Limit the BLAS to ``limit`` threads inside a ``with`` block (None: leave it).
@@ -156,22 +154,17 @@ def blas_threads(limit):
         yield
 
 
+@functools.cache
 def _controller():
     """The process's threadpoolctl controller, made at the first call."""
-    if not _blas_controller:
-        _blas_controller.append(ThreadpoolController())
-    return _blas_controller[0]
+    return ThreadpoolController()
 
 
-_openmp_libs = []
-
-
+@functools.cache
 def _openmp_runtimes():
     """threadpoolctl's controllers of the OpenMP runtimes loaded (ours among them),
     found once: each reads its runtime's limit at every call."""
-    if not _openmp_libs:
-        _openmp_libs.append(_controller().select(user_api="openmp").lib_controllers)
-    return _openmp_libs[0]
+    return tuple(_controller().select(user_api="openmp").lib_controllers)
 
 
 # ---------------------------------------------------------------------------- memory
