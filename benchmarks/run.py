@@ -1,9 +1,9 @@
-"""Solver benchmark suite: pastixpy against scipy, CHOLMOD, MUMPS and PARDISO on FD/FEM problems.
+"""Solver benchmark suite: pastixpy against scipy, CHOLMOD, MUMPS, PARDISO and rslab.
 
 Usage::
 
     PYTHONPATH=. python benchmarks/run.py [--quick | --small]
-        [--solvers pastixpy,spsolve,scipy,cholmod,mumps,pardiso]
+        [--solvers pastixpy,spsolve,scipy,cholmod,mumps,pardiso,rslab,rslab-spsolve]
         [--threads 1,2] [--precision double,mixed] [--compress blr1e-8,mm1e-8,pc1e-4]
         [--runs 3] [--problems lap3d,helmholtz,...]
         [--json out.json] [--markdown out.md] [--timeout 1800]
@@ -45,7 +45,7 @@ import numpy as np
 import scipy
 import scipy.sparse as sp
 from problems import STRUCTURES, all_problems, select, small_problems
-from solvers import PRECISIONS, SOLVERS, availability, base_name, not_applicable
+from solvers import ONE_CALL, PRECISIONS, SOLVERS, availability, base_name, not_applicable
 from threadpoolctl import threadpool_info, threadpool_limits
 from worker import MARK
 
@@ -187,7 +187,7 @@ def row(problem, n, solver, threads, summary, flops, note):
     if summary is None:
         return f"| {problem} | {n:,} | {solver} | {threads} |" + " |" * 13 + f" {note} |"
     sec = summary["seconds"]
-    whole = base_name(solver) == "spsolve"  # one call per solve: no factorization apart
+    whole = base_name(solver) in ONE_CALL  # one call per solve: no factorization apart
     rate = flops / sec["factor"] / 1e9 if flops and sec["factor"] and not whole else None
     peak, factor_peak = summary["peak_bytes"], summary["factor_peak_bytes"]
     cells = [

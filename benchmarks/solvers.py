@@ -18,7 +18,10 @@ scipy     LU (splu, COLAMD)          LU           LU                  LU
 cholmod   LLᵀ (supernodal, METIS)    —            —                   —
 mumps     LDLᵀ (SYM=1)               LDLᵀ (2)     LDLᵀ (SYM=2)        LU (SYM=0)
 pardiso   LLᵀ (mtype 2)              LDLᵀ (-2)    LDLᵀ (mtype 6)      LU (mtype 11)
+rslab     its automatic path: KLU (sparse work), else LDLᵀ (symmetric values) or LU
 ========  =========================  ===========  ==================  ==============
+
+``rslab-spsolve`` is ``rslab.spsolve``, one whole call per solve like ``spsolve``.
 """
 
 import ctypes
@@ -36,7 +39,13 @@ SOLVERS = {
     "cholmod": ("sksparse.cholmod", "scikit-sparse", "CHOLMOD via scikit-sparse"),
     "mumps": ("mumps", "python-mumps", "MUMPS (sequential) via python-mumps"),
     "pardiso": ("pypardiso", "pypardiso", "MKL PARDISO via pypardiso"),
+    "rslab": ("rslab", "rslab", "rslab (pure Rust): analyze, factor, solve"),
+    "rslab-spsolve": ("rslab", "rslab", "rslab.spsolve, one call per solve"),
 }
+
+
+#: Solvers timed as one whole call per solve (no analysis or factorization apart).
+ONE_CALL = ("spsolve", "rslab-spsolve")
 
 
 #: Precisions pastixpy runs in besides double (run.py's --precision): a solver name
@@ -401,6 +410,64 @@ class PardisoSolver:
         }
 
 
+class RslabSolver:
+    """rslab's automatic path: ``rslab.analyze(A)`` (its ordering race and symbolic
+    analysis), ``factor(A.data)``, ``solve``; ``threads=t`` pins its worker pool (its
+    default is a predictor of its own, which does not read ``OMP_NUM_THREADS``). The
+    note says which path (KLU, LDLᵀ, LU) and ordering it took."""
+
+    def __init__(self, A, structure, threads):
+        import rslab
+
+        self.rslab, self.threads = rslab, threads
+        self.A = sp.csc_matrix(A)  # its input format: conversion outside the timing
+
+    def analyze(self):
+        self.sym = self.rslab.analyze(self.A, threads=self.threads)
+
+    def factor(self):
+        self.f = self.sym.factor(self.A.data)
+
+    def solve(self, B):
+        return self.f.solve_many(B) if B.ndim == 2 else self.f.solve(B)
+
+    def info(self):
+        d = self.f.diagnostics()
+        decisions = d.get("decisions", {})
+        ordering = decisions.get("ordering_used", "?")
+        return {
+            "nnz_factor": int(self.f.factor_nnz),
+            "factor_bytes": int(self.f.factor_nnz) * self.A.dtype.itemsize,
+            "kind": f"{self.f.backend} (rslab path)",
+            "ordering": ordering,
+            "solver_flops": float(d.get("estimate", {}).get("factor_flops") or 0) or None,
+        }
+
+
+class RslabSpsolveSolver:
+    """``rslab.spsolve(A, b)``, one whole call per solve (its automatic path; threads as
+    :class:`RslabSolver` pins them); analysis and factorization read 0 as for
+    :class:`SpsolveSolver`."""
+
+    def __init__(self, A, structure, threads):
+        import rslab
+
+        self.spsolve, self.threads = rslab.spsolve, threads
+        self.A = sp.csc_matrix(A)
+
+    def analyze(self):
+        pass
+
+    def factor(self):
+        pass
+
+    def solve(self, B):
+        return self.spsolve(self.A, B, threads=self.threads)
+
+    def info(self):
+        return {"nnz_factor": None, "factor_bytes": 0, "kind": "auto", "ordering": "auto"}
+
+
 ADAPTERS = {
     "pastixpy": PastixSolver,
     "spsolve": SpsolveSolver,
@@ -408,4 +475,6 @@ ADAPTERS = {
     "cholmod": CholmodSolver,
     "mumps": MumpsSolver,
     "pardiso": PardisoSolver,
+    "rslab": RslabSolver,
+    "rslab-spsolve": RslabSpsolveSolver,
 }
