@@ -54,6 +54,9 @@ class Factorization:
         self._pattern = (C.indptr, C.indices)
         self._state = state
         self._last_solve = threading.local()
+        self._lock = threading.Lock()
+        # The small path's supernodal factors, made on first need (:meth:`_supernodal`).
+        self._companion = None
         # Why no solver is held, read only when none is: "running" is set before a
         # refactorize frees the factors and "failed" after it raises, so a solve that
         # finds no factors reads the reason that held when it looked.
@@ -76,12 +79,13 @@ class Factorization:
                 "comm= for a factorization that pickles"
             )
         state = dict(self.__dict__)
-        del state["_last_solve"]
+        del state["_last_solve"], state["_lock"]
         return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
         self._last_solve = threading.local()
+        self._lock = threading.Lock()
 
     @property
     def kind(self):
@@ -90,7 +94,15 @@ class Factorization:
 
     @property
     def analysis(self):
-        """The :class:`~pastixpy.Analysis` it was factored with (reused by :meth:`refactorize`)."""
+        """The :class:`~pastixpy.Analysis` it was factored with (reused by :meth:`refactorize`).
+
+        A small unsymmetric matrix factored on the small path (``stats["path"] ==
+        "simplicial"``) has none: asking for it factors the matrix by the supernodal
+        pipeline, once, beside the small path's factors, which go on solving
+        (:meth:`_supernodal`)."""
+        if self._state.analysis is None:
+            self._supernodal()
+            return self._companion.analysis
         return self._state.analysis
 
     @property
@@ -142,7 +154,26 @@ class Factorization:
 
     @property
     def _factors(self):
-        return self._live_solver.factors
+        return self._supernodal().factors
+
+    def _supernodal(self):
+        """The solver of supernodal factors, with an analysis behind them.
+
+        The small path (:func:`pastixpy.pipeline.run_factorization`) keeps a small
+        unsymmetric matrix's simplicial LU, which solves (refined, transposed, checked) as
+        any factors do. What reads the supernodal structure (the analysis, the pivot
+        order, determinants, the selected inverse, drawing) calls this, which factors the
+        matrix by the pipeline on first use and keeps that beside it: solves keep the
+        simplicial factors, so that they give the same bits whatever was asked before,
+        and the statistics stay theirs.
+        """
+        solver = self._live_solver
+        if self._state.analysis is not None:
+            return solver
+        with self._lock:
+            if self._companion is None:
+                self._companion = pipeline.run_factorization(solver.C, self._options, small=False)
+        return self._companion.solver
 
     def refactorize(self, A):
         """Factor a new matrix with the same pattern, reusing the analysis and row matching.
@@ -184,7 +215,11 @@ class Factorization:
         # The pipeline frees the previous factors first: one factor in memory at a time.
         self._no_factors = "running"
         try:
-            self._state = pipeline.run_refactorization(self._state, C, self._options)
+            if self._state.analysis is None:  # the small path's: it factors anew
+                self._companion = None
+                self._state = pipeline.run_factorization(C, self._options)
+            else:
+                self._state = pipeline.run_refactorization(self._state, C, self._options)
         except BaseException:
             self._no_factors = "failed"
             raise
@@ -242,13 +277,14 @@ class Factorization:
 
     @property
     def perm(self):
-        """Pivot order: ``perm[k]`` is the column of A eliminated k-th."""
-        return self.analysis.perm
+        """Pivot order: ``perm[k]`` is the column of A eliminated k-th (by the factors
+        that solve: the small path's own column order where it holds them)."""
+        return self._live_solver.gathers["N"][1]
 
     # ------------------------------------------------------------------ Schur complement
 
     def _schur_solver(self, what):
-        solver = self._live_solver
+        solver = self._supernodal()
         if self.analysis.schur is None:
             raise PastixError(
                 f"{what} needs a Schur complement factorization: "
@@ -440,7 +476,7 @@ class Factorization:
         With perturbed pivots this is the determinant of the perturbed matrix
         (a warning says so). See :func:`pastixpy.determinants.slogdet`.
         """
-        return determinants.slogdet(self._live_solver)
+        return determinants.slogdet(self._supernodal())
 
     def logdet(self):
         """log(det(A)) of a positive definite matrix.
@@ -450,7 +486,7 @@ class Factorization:
         PastixError
             The matrix is not (Hermitian) positive definite.
         """
-        return determinants.logdet(self._live_solver)
+        return determinants.logdet(self._supernodal())
 
     def inertia(self):
         """Numbers of positive, negative and zero eigenvalues (Sylvester's law on D).
@@ -464,7 +500,7 @@ class Factorization:
         perturbation) they count as zero eigenvalues, and a warning says that the
         split is unreliable. See :func:`pastixpy.determinants.inertia`.
         """
-        return determinants.inertia(self._live_solver)
+        return determinants.inertia(self._supernodal())
 
     def inv_diag(self):
         """The diagonal of A⁻¹, from the factors by selected inversion.
@@ -505,7 +541,7 @@ class Factorization:
         >>> bool(np.allclose(d, np.diag(np.linalg.inv(A.toarray()))))
         True
         """
-        return selected_inverse.inv_diag(self._live_solver)
+        return selected_inverse.inv_diag(self._supernodal())
 
     def inv_selected(self):
         """The entries of A⁻¹ on the pattern of the factor (selected inversion).
@@ -555,7 +591,7 @@ class Factorization:
         >>> bool(np.allclose(Z[i, j], np.linalg.inv(A.toarray())[i, j]))
         True
         """
-        return selected_inverse.inv_selected(self._live_solver)
+        return selected_inverse.inv_selected(self._supernodal())
 
     def save(self, path):
         """Write this factorization to ``path`` (:func:`pastixpy.persist.save`): a

@@ -119,6 +119,10 @@ class Options:
         ``"compress"`` (``compress=`` given, ``False`` included: never compress) and
         ``"strategy"`` (compression's strategy named). A precision other than
         ``"auto"`` is fixed too.
+    preprocess_asked : bool
+        ``matching="on"`` or ``scaling="on"`` was given (not left to ``"auto"``): the
+        supernodal pipeline, whose preprocessing that is, factors even a small
+        unsymmetric matrix (see :func:`pastixpy.pipeline.run_factorization`).
     """
 
     kind: object = None
@@ -137,6 +141,7 @@ class Options:
     schur: np.ndarray | None = field(default=None, compare=False)
     memory_limit: object = None
     fixed: frozenset = frozenset()
+    preprocess_asked: bool = False
 
     @classmethod
     def parse(
@@ -226,6 +231,7 @@ class Options:
             schur=check_schur(schur),
             memory_limit=memory_limit,
             fixed=fixed,
+            preprocess_asked="on" in (matching, scaling),
         )
 
     @classmethod

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from . import budget, solve_policy
+from . import budget, simplicial, solve_policy
 from ._graph import inf_norm
 from .analysis import analyze
 from .compression import compression_stats
@@ -53,7 +53,7 @@ from .matrix import symmetric_pattern, symmetry_of
 from .numeric import ONE_PROCESS, AssemblyMap, PanelLayout, SchurFactors, is_small
 from .options import parse_option
 from .ordering import METIS_UFACTORS, ORDERINGS
-from .preprocess import check_structural_rank, preprocess
+from .preprocess import Preprocessing, check_structural_rank, equilibrate, preprocess
 from .runtime import OPENMP, blas_threads
 from .schur import check_schur, check_schur_options
 from .solve import Solver, pivot_order_gathers
@@ -113,7 +113,7 @@ class Checked:
     symmetry: object
 
 
-def run_factorization(C, options, analysis=None, backend=ONE_PROCESS, t0=None):
+def run_factorization(C, options, analysis=None, backend=ONE_PROCESS, t0=None, small=True):
     """Run the pipeline on canonical C with :class:`~pastixpy.options.Options`.
 
     Parameters
@@ -126,6 +126,9 @@ def run_factorization(C, options, analysis=None, backend=ONE_PROCESS, t0=None):
         The numeric phase (default: this process's kernels).
     t0 : float, optional
         ``time.perf_counter()`` when the user's call began (its checks count).
+    small : bool
+        Whether a small unsymmetric matrix may take the small path
+        (:func:`_small_path`); False makes supernodal factors whatever the size.
 
     Returns
     -------
@@ -146,14 +149,127 @@ def run_factorization(C, options, analysis=None, backend=ONE_PROCESS, t0=None):
         given_analysis=analysis is not None,
         exact=checked.exact,
     )
-    with blas_threads(options.threads):
-        state = _run(C, plan, options, seconds, [], backend)
+    state = None
+    if (
+        small
+        and analysis is None
+        and backend is ONE_PROCESS
+        and _small_path_applies(C, checked, options)
+    ):
+        state = _small_path(C, checked, options, seconds)
+    if state is None:
+        with blas_threads(options.threads):
+            state = _run(C, plan, options, seconds, [], backend)
     state.stats.update(
         symmetry=checked.symmetry.kind,
         asymmetry=checked.symmetry.asymmetry,
         kind_reason=checked.reason,
     )
     return state
+
+
+#: The small path's LU is kept without a check solve while its growth (largest entry
+#: of U over ‖A‖∞) stays below this, √(1/eps): threshold pivoting bounds each step's
+#: growth, and an LU that grew less is backward stable to well within what refinement
+#: corrects. Beyond it, a solve with a known answer must reach the tolerance
+#: (:func:`~pastixpy.solve_policy.probe`), as perturbed pivots' must in the pipeline.
+SMALL_PATH_GROWTH = 2.0**26
+
+
+def _small_path_applies(C, checked, options):
+    """Whether a factorization may take the small path (:func:`_small_path`): LU is the
+    kind (asked for, or what ``"auto"`` chose for an unsymmetric matrix), spsolve's
+    simplicial path would take C (:func:`pastixpy.simplicial.applies`: small, double
+    precision), and nothing is asked that only the supernodal factors give (matching or
+    scaling given as ``"on"`` or ``"off"``, a pivot threshold, another precision,
+    compression, a Schur complement, a memory budget, a condition estimate, progress
+    reports)."""
+    if checked.kind.name != "lu" or not checked.exact or options.schur is not None:
+        return False
+    if options.preprocess_asked:
+        return False
+    defaults = replace(options, kind=None, refine=("auto", {}), threads=None)
+    return simplicial.applies(C, defaults, None)
+
+
+def _small_path(C, checked, options, seconds):
+    """The State of a small unsymmetric matrix factored by spsolve's simplicial LU (one
+    kernel call: :mod:`pastixpy.simplicial`) instead of the supernodal pipeline, or None
+    where that LU does not hold: its flop budget spent (the BLAS pays there), a zero
+    pivot (the pipeline says which column), or a check solve with a known answer that
+    refinement cannot bring to the tolerance. Its solves are the supernodal factors'
+    (:class:`~pastixpy.solve.Solver`: refinement, verdicts, transposes); what needs an
+    analysis or supernodal factors (``F.analysis``, inertia, determinants, the selected
+    inverse, refactorization) makes them when first asked
+    (:meth:`pastixpy.Factorization._supernodal`)."""
+    t0 = time.perf_counter()
+    factors = simplicial.factor(C, options.ordering)
+    t1 = time.perf_counter()
+    seconds["factorize"] = t1 - t0
+    if factors is None:
+        return None
+    n = C.shape[0]
+    ones = np.ones(n)
+    prep = Preprocessing(row_perm=factors.row_order(), dr=ones, dc=ones, exact=True)
+    norm_a = _norm_inf(C)
+    solver = Solver(
+        kind=checked.kind,
+        C=C,
+        prep=prep,
+        factors=factors,
+        norm_a=norm_a,
+        norm_scaled=norm_a,
+        pivot_tol=0.0,
+        perturbed_columns=(),
+        refine=options.refine,
+        threads=None,  # its solves call no BLAS: nothing to limit
+        gathers=factors.gathers(),
+        equilibrated_growth=True,
+    )
+    small = np.sqrt(np.finfo(C.dtype).eps)
+    if factors.smallest_pivot(C) < small:  # maybe a bad scaling: measured as the pipeline does
+        if factors.smallest_pivot(C, equilibrate(C, symmetric=False)) < small:
+            return None  # the pipeline's static pivoting, and its words on singular matrices
+    if factors.growth(norm_a) > SMALL_PATH_GROWTH and not solve_policy.probe(solver):
+        return None
+    seconds["verify"] = time.perf_counter() - t1
+    nnz_l = factors.arrays[1].size + n  # L's diagonal included, as the analysis counts
+    stats = {
+        "version": __version__,
+        "path": "simplicial",
+        "n": n,
+        "nnz_A": int(C.nnz),
+        "nnz_L": int(nnz_l),
+        "fill_ratio": factors.entries / max(C.nnz, 1),
+        "flops": float(factors.flops),
+        "ordering": "natural" if options.ordering == "natural" else "amd",
+        "strategy": factors.strategy,
+        "kind": "lu",
+        "precision": _precision_name(C.dtype, C.dtype, options.precision),
+        "factor_dtype": str(C.dtype),
+        "factor_entries": factors.entries,
+        "factor_bytes": factors.nbytes,
+        "memory_bytes": factors.nbytes,
+        "perturbed_pivots": 0,
+        "threads": 1,
+        "openmp": OPENMP,
+        "pivot_tol": 0.0,
+        "matching": False,
+        "pairs": 0,
+        "schur": 0,
+        "scaling": False,
+        "coarsened": False,
+        "refinement_steps": 0,
+        "refinement": None,
+        "backward_error": None,
+        "seconds": dict(seconds),
+        "compression": None,
+        "memory_budget": None,
+        "retries": [],
+        "precision_fallback": None,
+    }
+    plan = Plan(checked.kind, exact=True, factor_dtype=C.dtype)
+    return State(checked.kind, None, None, None, prep, plan, solver, ONE_PROCESS, stats)
 
 
 def run_refactorization(state, C, options):
@@ -493,6 +609,7 @@ def _attempt(C, plan, options, seconds, backend, reuse):
     stats = dict(analysis.stats, coarsened=plan.coarse)
     stats.update(
         version=__version__,
+        path="supernodal",
         kind=kind.name,
         precision=_precision_name(C.dtype, factors.dtype, options.precision),
         factor_dtype=str(factors.dtype),

@@ -36,17 +36,18 @@ statistics, inertia, determinant, refactorization and precisions. See
 """
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
+import scipy.sparse.linalg as sla
 
 from . import _simplicial
 from ._amd import amd_order
 from ._graph import column_intersection_adjacency
 from .matrix import symmetric_pattern
 from .options import Options
-from .preprocess import equilibrate
-from .solve_policy import SINGULAR_GROWTH, default_tol
+from .solve_policy import SINGULAR_GROWTH, default_tol, equilibrated_growth
 
 #: Matrices of at most this many unknowns are considered for the simplicial path;
 #: those of a pattern the symmetric strategy does not take (below), up to
@@ -122,6 +123,91 @@ class SimplicialLU:
         _simplicial.lu_solve(*self.arrays, self.q, R, X)
         return X
 
+    # The interface of :class:`pastixpy.numeric.Factors` that a
+    # :class:`~pastixpy.solve.Solver` reads, for a factorization that keeps these factors
+    # (:func:`pastixpy.pipeline.run_factorization`'s small path). The solver gathers the
+    # rows into pivot order itself (:meth:`gathers`): these solves are L U's alone.
+
+    @property
+    def dtype(self):
+        return self.arrays[2].dtype
+
+    @property
+    def entries(self):
+        """Stored entries: L's below the diagonal, U's above it, U's diagonal."""
+        return int(self.arrays[1].size + self.arrays[4].size + self.arrays[6].size)
+
+    @property
+    def nbytes(self):
+        """Bytes of the factors' arrays (indices included)."""
+        return int(sum(a.nbytes for a in self.arrays))
+
+    def growth(self, norm_a):
+        """The largest magnitude in U over ``norm_a`` (‖A‖∞): how far elimination grew
+        the entries, which bounds the factorization's backward error (a multiple of
+        eps times it)."""
+        top = max(np.abs(self.arrays[5]).max(initial=0.0), np.abs(self.arrays[6]).max())
+        return float(top) / norm_a if norm_a else np.inf
+
+    def smallest_pivot(self, C, scaling=None):
+        """The smallest magnitude on U's diagonal relative to the largest entry of its
+        column in C (the factored matrix); with ``scaling`` (D_r, D_c), that of the LU
+        of D_r C D_c with the same pivots (U's diagonal scaled by them) relative to that
+        matrix's largest entry, as the pipeline's static pivoting measures a pivot on
+        its scaled matrix."""
+        udiag = np.abs(self.arrays[6])
+        if scaling is None:
+            colmax = np.maximum.reduceat(np.abs(C.data), C.indptr[:-1])[self.q]
+            return float((udiag / colmax).min(initial=np.inf))
+        dr, dc = scaling
+        prow = self.gathers()["N"][0]
+        col = np.repeat(np.arange(C.shape[0]), np.diff(C.indptr))
+        top = (np.abs(C.data) * dr[C.indices] * dc[col]).max()
+        return float((udiag * dr[prow] * dc[self.q]).min(initial=np.inf) / top)
+
+    @cached_property
+    def _identity(self):
+        return np.arange(self.q.size, dtype=np.int64)
+
+    @cached_property
+    def _transposed(self):
+        """Uᵀ (lower, its diagonal stored) and Lᵀ (upper, unit diagonal not stored), CSR."""
+        Lp, Li, Lx, Up, Ui, Ux, udiag, _ = self.arrays
+        n = self.q.size
+        Ut = sp.csr_array((Ux, Ui, Up), shape=(n, n)) + sp.diags_array(udiag, format="csr")
+        Lt = sp.csr_array((Lx, Li, Lp), shape=(n, n))
+        Ut.sort_indices()
+        return Ut, Lt
+
+    def solve_inplace(self, X, op="N"):
+        """X ← (L U)⁻¹ X (``op="N"``) or (L U)⁻ᵀ X (``"T"``), X (n, k) in pivot order."""
+        if op == "N":
+            out = np.empty_like(X)
+            ident = self._identity
+            _simplicial.lu_solve(*self.arrays[:7], ident, ident, X, out)
+            X[...] = out
+            return
+        Ut, Lt = self._transposed
+        Y = sla.spsolve_triangular(Ut, X, lower=True)
+        X[...] = sla.spsolve_triangular(Lt, Y, lower=False, unit_diagonal=True)
+
+    def gathers(self):
+        """The rows a solve gathers by (:func:`pastixpy.solve.pivot_order_gathers`'s
+        format): P A Q = L U, so A x = b is x = Q U⁻¹ L⁻¹ P b and Aᵀ x = b is
+        x = Pᵀ L⁻ᵀ U⁻ᵀ Qᵀ b; no scaling."""
+        pinv, q = self.arrays[7], self.q
+        prow, iq = np.empty_like(pinv), np.empty_like(q)
+        prow[pinv] = self._identity  # prow[k]: the row of A pivotal at step k
+        iq[q] = self._identity
+        return {"N": (prow, q, iq, None, None), "T": (q, prow, pinv, None, None)}
+
+    def row_order(self):
+        """The row permutation that, with the symmetric ordering q, makes P A Q: the
+        ``row_perm`` of a :class:`~pastixpy.preprocess.Preprocessing` (B = A[row_perm],
+        then ordered by q), for the solver's growth and condition checks."""
+        prow, q, iq = self.gathers()["N"][:3]
+        return prow[iq]
+
 
 def factor(C, ordering="auto"):
     """:class:`SimplicialLU` of canonical C by the first strategy that holds within the
@@ -156,18 +242,6 @@ def factor(C, ordering="auto"):
         if status == _simplicial.ZERO_PIVOT:
             return None  # singular: the pipeline says where
     return None
-
-
-def scaled_growth(C, x, B):
-    """‖D_r A D_c‖∞ ‖D_c⁻¹ x‖ / ‖D_r b‖ per column, D_r and D_c the pipeline's Ruiz
-    equilibration: its growth criterion (``solve_policy.SINGULAR_GROWTH``) measured on an
-    equilibrated system as it measures it, so that bad scaling alone does not count
-    (bayer10's entries span 15 orders: its unscaled ‖A‖‖x‖/‖b‖ is 4.5e15, its scaled
-    one 8e5). Only asked when the unscaled growth is past the limit."""
-    dr, dc = equilibrate(C, symmetric=False)
-    norm = (sp.diags_array(dr) @ abs(C) @ sp.diags_array(dc)).sum(axis=1).max()
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return norm * np.abs(x / dc[:, None]).max(axis=0) / np.abs(dr[:, None] * B).max(axis=0)
 
 
 def solve_small(C, b, ordering="auto"):
@@ -211,7 +285,7 @@ def solve_small(C, b, ordering="auto"):
     limit = SINGULAR_GROWTH / np.finfo(C.dtype).eps
     with np.errstate(divide="ignore", invalid="ignore"):
         growth = norm_a * np.abs(x).max(axis=0) / np.abs(B).max(axis=0)
-    if (growth > limit).any() and (scaled_growth(C, x, B) > limit).any():
+    if (growth > limit).any() and (equilibrated_growth(C, x, B) > limit).any():
         return None  # a singular matrix and a b outside its range: the pipeline says so
     if split:
         k = x.shape[1] // 2

@@ -88,6 +88,10 @@ class Solver:
         is solved in b's precision: the matrix, exact in it, with these factors refined
         to its accuracy (:attr:`in_double`, mixed precision). False where single
         precision was asked for.
+    equilibrated_growth : bool
+        Factors of A itself, unscaled (the small path's simplicial LU): the growth check
+        of a solution measures it on A equilibrated, as the pipeline's scaled factors
+        would (:func:`~pastixpy.solve_policy.check_growth`).
     """
 
     kind: str
@@ -104,6 +108,7 @@ class Solver:
     exact: bool = True
     compressed: bool = False
     promote: bool = True
+    equilibrated_growth: bool = False
 
     @property
     def dtype(self):

@@ -436,8 +436,9 @@ def test_slogdet_matches_numpy(case):
     assert isinstance(logabs, float)
     assert isinstance(sign, complex if np.iscomplexobj(A.data) else float)
     if case.startswith("lu-odd"):
-        # The matching undid the row swap: its parity must flip the sign.
-        assert F.stats["matching"]
+        # The pipeline's matching undoes the row swap: its parity must flip the sign.
+        G = pastixpy.factorize(A, matching="on")
+        assert G.stats["matching"] and G.slogdet()[0] == pytest.approx(sign)
     # Every admissible kind gives the same determinant.
     others = {"llt": [], "ldlt": ["lu"], "ldlh": ["lu"], "lu": []}[kind]
     if kind == "llt":
@@ -452,7 +453,7 @@ def test_slogdet_matching_sign_is_exercised():
     # A diagonal matrix with two rows swapped: det = -prod(d); only the matching can recover it.
     d = np.arange(1.0, 7.0)
     A = row_swapped(sp.diags_array(d), 1, 4)
-    F = pastixpy.factorize(A)
+    F = pastixpy.factorize(A, matching="on")  # the pipeline's matching, not the small path
     assert F.stats["matching"]
     sign, logabs = F.slogdet()
     assert sign == -1.0
@@ -580,7 +581,7 @@ def test_stats_are_present_and_sensible():
 
 def test_stats_of_lu_and_refinement():
     A = unsymmetric_zero_diagonal(40, 9)
-    F = pastixpy.factorize(A, kind="lu", refine="ir")
+    F = pastixpy.factorize(A, kind="lu", refine="ir", matching="on", scaling="on")
     s = F.stats
     assert s["kind"] == "lu"
     assert s["matching"] is True and s["scaling"] is True
@@ -630,7 +631,7 @@ def test_unrefined_solves_through_matching_and_scaling(complex_, k):
     # the other, swapped for the transposed ops; refinement off, so that nothing
     # hides a wrong side: the plain triangular solves must match dense LAPACK's.
     A = unsymmetric_zero_diagonal(40, 11, complex_=complex_)
-    F = pastixpy.factorize(A, kind="lu", refine="none")
+    F = pastixpy.factorize(A, kind="lu", refine="none", matching="on", scaling="on")
     assert F.stats["matching"] and F.stats["scaling"]
     rng = np.random.default_rng(12)
     b = random_vector(rng, (40, k), complex_)

@@ -41,7 +41,9 @@ def _rhs(A, k=None, seed=0):
 def test_mixed_reaches_double_accuracy_with_half_the_factor(case, threads):
     build, kind = CASES[case]
     A = sp.csc_array(build())
-    double = pastixpy.factorize(A, kind=kind, threads=threads)
+    # precision="double" named: the pipeline's factors, as mixed precision's (a small
+    # unsymmetric matrix left to "auto" takes the small path's LU).
+    double = pastixpy.factorize(A, kind=kind, threads=threads, precision="double")
     mixed = pastixpy.factorize(A, kind=kind, threads=threads, precision="mixed")
     s = mixed.stats
     assert s["precision"] == "mixed" and s["precision_fallback"] is None

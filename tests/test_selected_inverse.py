@@ -103,7 +103,9 @@ def check_against_dense(F, A):
 @pytest.mark.parametrize("kind, dtype", CASES, ids=IDS)
 def test_random_matrices_against_the_dense_inverse(kind, dtype):
     A = matrix(kind, dtype)
-    F = pastixpy.factorize(A, kind=kind)
+    # LU: the pipeline's, with its row matching (the small path's LU would leave the
+    # selected inverse to supernodal factors made apart: test_small_path.py).
+    F = pastixpy.factorize(A, kind=kind, **({"matching": "on"} if kind == "lu" else {}))
     assert F._factors.layout.ncblk > 3
     check_against_dense(F, A)
 
@@ -159,7 +161,7 @@ def test_lu_row_matching_with_no_stored_diagonal():
     A.setdiag(0)
     A.eliminate_zeros()
     A = sp.csc_array(A + 2 * sp.csr_array(sp.eye(n, format="csr")[rng.permutation(n)]))
-    F = pastixpy.factorize(A, kind="lu")
+    F = pastixpy.factorize(A, kind="lu", matching="on")  # the pipeline's matching
     assert F.stats["matching"]
     Z = check_against_dense(F, A)
     assert Z.diagonal().size - Z.diagonal().nonzero()[0].size > 0  # some by solves
