@@ -139,7 +139,7 @@ cdef int factor_columns(idx_t n, const idx_t* Ap, const idx_t* Ai, const scalar_
                         idx_t* lcap, idx_t** Ui, scalar_t** Ux, idx_t* ucap, idx_t* work,
                         scalar_t* x, idx_t* kout, double* fout) noexcept nogil:
     """The loop of :func:`lu_factor` on raw arrays: its status (or -1: out of memory),
-    the column reached in ``kout``, the flops in ``fout``. ``work``: 7 n integers."""
+    the column reached in ``kout``, the flops in ``fout``. ``work``: 8 n integers."""
     cdef idx_t* mark = work
     cdef idx_t* stack = work + n
     cdef idx_t* pstack = work + 2 * n
@@ -147,6 +147,7 @@ cdef int factor_columns(idx_t n, const idx_t* Ap, const idx_t* Ai, const scalar_
     cdef idx_t* cand = work + 4 * n
     cdef idx_t* Lpend = work + 5 * n
     cdef idx_t* pruned = work + 6 * n
+    cdef idx_t* rowcount = work + 7 * n
     cdef idx_t k, col, top, t, i, j, jp, p, p0, p1, ipiv, ncand, lnz = 0, unz = 0
     cdef idx_t head, tail
     cdef idx_t* L_i
@@ -156,6 +157,9 @@ cdef int factor_columns(idx_t n, const idx_t* Ap, const idx_t* Ai, const scalar_
     for i in range(n):
         mark[i] = -1
         pinv[i] = -1
+        rowcount[i] = 0
+    for p in range(Ap[n]):
+        rowcount[Ai[p]] += 1
     Lp[0] = 0
     Up[0] = 0
     for k in range(n):
@@ -179,14 +183,16 @@ cdef int factor_columns(idx_t n, const idx_t* Ap, const idx_t* Ai, const scalar_
             for p in range(Lp[jp], p1):
                 x[L_i[p]] -= L_x[p] * xj
             flops += 2.0 * (p1 - Lp[jp])
-        # The pivot: the diagonal row if it is large enough, else the largest.
+        # The pivot: the diagonal row if it is large enough, else the largest; among
+        # equals (±1 in a circuit's column) the row with fewest entries in A, as
+        # Markowitz's rule would, for less fill.
         ipiv = -1
         amax = 0.0
         adiag = -1.0
         for t in range(ncand):
             i = cand[t]
             a = magnitude(x[i])
-            if a > amax:
+            if a > amax or (a == amax and a > 0.0 and rowcount[i] < rowcount[ipiv]):
                 amax = a
                 ipiv = i
             if i == col:
@@ -300,7 +306,7 @@ def lu_factor(const idx_t[::1] Ap, const idx_t[::1] Ai, const scalar_t[::1] Ax,
     udiag_a = np.empty(n + 1, dtype=dtype)
     cdef idx_t[::1] Lp = Lp_a, Up = Up_a, pinv = pinv_a
     cdef scalar_t[::1] udiag = udiag_a
-    cdef idx_t[::1] work = np.empty(7 * n + 1, dtype=np.int64)
+    cdef idx_t[::1] work = np.empty(8 * n + 1, dtype=np.int64)
     cdef scalar_t[::1] x = np.zeros(n + 1, dtype=dtype)
     # L and U grow in C memory (the whole loop runs without the GIL), copied out at the end.
     cdef idx_t lcap = 2 * Ap[n] + n + 1, ucap = 2 * Ap[n] + n + 1, k = 0, lnz, unz
