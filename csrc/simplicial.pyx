@@ -57,6 +57,16 @@ cdef inline double magnitude(scalar_t v) noexcept nogil:
         return hypot(v.real, v.imag)  # range-safe: the squares would under/overflow
 
 
+cdef inline const idx_t* iptr(const idx_t[::1] a) noexcept nogil:
+    """The data of an index array, NULL when empty (no element to bounds-check)."""
+    return &a[0] if a.shape[0] > 0 else NULL
+
+
+cdef inline const scalar_t* vptr(const scalar_t[::1] a) noexcept nogil:
+    """The data of a value array, NULL when empty."""
+    return &a[0] if a.shape[0] > 0 else NULL
+
+
 cdef idx_t reach(idx_t col, const idx_t* Ap, const idx_t* Ai, const idx_t* Lp,
                  const idx_t* Lpend, const idx_t* Li, const idx_t* pinv, idx_t* mark,
                  idx_t stamp, idx_t* stack, idx_t* pstack, idx_t* xi, idx_t* cand,
@@ -134,7 +144,8 @@ cdef bint ensure(void** index, void** values, idx_t* capacity, idx_t needed,
 
 
 cdef int factor_columns(idx_t n, const idx_t* Ap, const idx_t* Ai, const scalar_t* Ax,
-                        const idx_t* q, double threshold, double max_flops, idx_t* Lp,
+                        const idx_t* q, double threshold, double max_flops,
+                        double max_committed, idx_t* Lp,
                         idx_t* Up, idx_t* pinv, scalar_t* udiag, idx_t** Li, scalar_t** Lx,
                         idx_t* lcap, idx_t** Ui, scalar_t** Ux, idx_t* ucap, idx_t* work,
                         scalar_t* x, idx_t* kout, double* fout) noexcept nogil:
@@ -152,7 +163,7 @@ cdef int factor_columns(idx_t n, const idx_t* Ap, const idx_t* Ai, const scalar_
     cdef idx_t head, tail
     cdef idx_t* L_i
     cdef scalar_t* L_x
-    cdef double flops = 0.0, amax, a, adiag
+    cdef double flops = 0.0, committed = 0.0, amax, a, adiag
     cdef scalar_t xj, pivot, v
     for i in range(n):
         mark[i] = -1
@@ -226,6 +237,7 @@ cdef int factor_columns(idx_t n, const idx_t* Ap, const idx_t* Ai, const scalar_
         Lp[k + 1] = lnz
         Lpend[k] = lnz
         pruned[k] = 0
+        committed += 2.0 * (lnz - Lp[k]) * (lnz - Lp[k])
         # Symmetric pruning (Eisenstat and Liu): where U(j, k) and L(ipiv, j) are both
         # nonzero, every row of L(:, j) not yet pivotal is in L(:, k) too, reachable
         # through k: the searches to come walk L(:, j)'s pivotal rows only.
@@ -255,7 +267,7 @@ cdef int factor_columns(idx_t n, const idx_t* Ap, const idx_t* Ai, const scalar_
                     L_x[tail] = v
             Lpend[jp] = head
             pruned[jp] = 1
-        if flops > max_flops:
+        if flops > max_flops or committed > max_committed:
             kout[0] = k + 1
             fout[0] = flops
             return C_OVER_BUDGET
@@ -269,7 +281,8 @@ cdef int factor_columns(idx_t n, const idx_t* Ap, const idx_t* Ai, const scalar_
 
 
 def lu_factor(const idx_t[::1] Ap, const idx_t[::1] Ai, const scalar_t[::1] Ax,
-              const idx_t[::1] q, double threshold, double max_flops):
+              const idx_t[::1] q, double threshold, double max_flops,
+              double max_committed=INFINITY):
     """P A Q = L U of a canonical CSC matrix, column by column (see the module docstring).
 
     Parameters
@@ -284,6 +297,11 @@ def lu_factor(const idx_t[::1] Ap, const idx_t[::1] Ai, const scalar_t[::1] Ax,
         the largest candidate's (1: partial pivoting; smaller: the diagonal more often).
     max_flops : float
         Stop with OVER_BUDGET once the flops exceed this.
+    max_committed : float, optional
+        Stop with OVER_BUDGET once twice the sum of the squared lengths of L's columns
+        so far exceeds this: the flops those columns will cost where U's pattern mirrors
+        L's (the measure of an ordering's forecast for diagonal pivots), known as soon
+        as a column is, where the flops so far lag behind the fill that causes them.
 
     Returns
     -------
@@ -325,7 +343,8 @@ def lu_factor(const idx_t[::1] Ap, const idx_t[::1] Ai, const scalar_t[::1] Ax,
         if Li != NULL and Lx != NULL and Ui != NULL and Ux != NULL:
             with nogil:
                 status = factor_columns(
-                    n, &Ap[0], Ai_p, Ax_p, q_p, threshold, max_flops, &Lp[0], &Up[0],
+                    n, &Ap[0], Ai_p, Ax_p, q_p, threshold, max_flops, max_committed,
+                    &Lp[0], &Up[0],
                     &pinv[0], &udiag[0], &Li, &Lx, &lcap, &Ui, &Ux, &ucap, &work[0], &x[0],
                     &k, &flops,
                 )
@@ -354,6 +373,90 @@ def lu_factor(const idx_t[::1] Ap, const idx_t[::1] Ai, const scalar_t[::1] Ax,
         free(Ux)
 
 
+cdef void solve_column(idx_t n, const idx_t* Lp, const idx_t* Li, const scalar_t* Lx,
+                       const idx_t* Up, const idx_t* Ui, const scalar_t* Ux,
+                       const scalar_t* udiag, const idx_t* pinv, const idx_t* q,
+                       const scalar_t* b, scalar_t* y, scalar_t* x) noexcept nogil:
+    """x = A⁻¹ b with the factors of :func:`lu_factor`; y: n of workspace."""
+    cdef idx_t i, j, p, p1
+    cdef scalar_t yj
+    for i in range(n):  # y = P b
+        y[pinv[i]] = b[i]
+    for j in range(n):  # L y' = y, by columns
+        yj = y[j]
+        if yj != 0:
+            p1 = Lp[j + 1]
+            for p in range(Lp[j], p1):
+                y[Li[p]] -= Lx[p] * yj
+    for j in range(n - 1, -1, -1):  # U z = y', by columns
+        yj = y[j] / udiag[j]
+        y[j] = yj
+        if yj != 0:
+            p1 = Up[j + 1]
+            for p in range(Up[j], p1):
+                y[Ui[p]] -= Ux[p] * yj
+    for j in range(n):  # x = Q z
+        x[q[j]] = y[j]
+
+
+cdef double row_norm(idx_t n, const idx_t* Ap, const idx_t* Ai, const scalar_t* Ax,
+                     double* rowsum) noexcept nogil:
+    """‖A‖∞; rowsum: n of workspace."""
+    cdef idx_t i, p
+    cdef double norm_a = 0.0
+    for i in range(n):
+        rowsum[i] = 0.0
+    for p in range(Ap[n]):
+        rowsum[Ai[p]] += magnitude(Ax[p])
+    for i in range(n):
+        if rowsum[i] > norm_a:
+            norm_a = rowsum[i]
+    return norm_a
+
+
+cdef double residual(idx_t n, const idx_t* Ap, const idx_t* Ai, const scalar_t* Ax,
+                     double norm_a, const scalar_t* x, const scalar_t* b, scalar_t* r,
+                     double* growth) noexcept nogil:
+    """r = b − A x and its backward error ‖r‖∞ / (‖A‖∞ ‖x‖∞ + ‖b‖∞) (inf where anything
+    is not finite, 0 where r = 0); ``growth``: ‖A‖∞ ‖x‖∞ / ‖b‖∞ (0 where x = 0)."""
+    cdef idx_t i, j, p, p1
+    cdef double xmax = 0.0, bmax = 0.0, rmax = 0.0, den, v, e
+    cdef bint finite = True
+    cdef scalar_t xj
+    for i in range(n):
+        r[i] = b[i]
+        bmax = max(bmax, magnitude(b[i]))
+    for j in range(n):
+        xj = x[j]
+        v = magnitude(xj)
+        finite = finite and isfinite(v)
+        xmax = max(xmax, v)
+        p1 = Ap[j + 1]
+        for p in range(Ap[j], p1):
+            r[Ai[p]] -= Ax[p] * xj
+    for i in range(n):
+        v = magnitude(r[i])
+        finite = finite and isfinite(v)
+        rmax = max(rmax, v)
+    if xmax == 0.0:
+        growth[0] = 0.0
+    elif bmax == 0.0:
+        growth[0] = INFINITY
+    else:
+        growth[0] = norm_a * xmax / bmax
+    den = norm_a * xmax + bmax
+    if not finite:
+        return INFINITY  # a NaN or Inf anywhere is no solution at all
+    if rmax == 0.0:
+        return 0.0
+    if not isfinite(den) and xmax > 0.0:
+        # ‖A‖‖x‖ beyond the largest float: x's norm divided out of both terms.
+        e = (rmax / xmax) / (norm_a + bmax / xmax)
+    else:
+        e = rmax / den
+    return e if isfinite(e) else INFINITY
+
+
 def lu_solve(const idx_t[::1] Lp, const idx_t[::1] Li, const scalar_t[::1] Lx,
              const idx_t[::1] Up, const idx_t[::1] Ui, const scalar_t[::1] Ux,
              const scalar_t[::1] udiag, const idx_t[::1] pinv, const idx_t[::1] q,
@@ -363,27 +466,122 @@ def lu_solve(const idx_t[::1] Lp, const idx_t[::1] Li, const scalar_t[::1] Lx,
     B and X are (n, k) arrays of the factors' dtype, in any memory layout; X may not
     be B.
     """
-    cdef idx_t n = Lp.shape[0] - 1, nrhs = B.shape[1]
-    cdef scalar_t[::1] y = np.empty(n, dtype=np.float64 if scalar_t is double else np.complex128)
-    cdef idx_t c, i, j, p
-    cdef scalar_t yj
+    cdef idx_t n = Lp.shape[0] - 1, nrhs = B.shape[1], c, i
+    dtype = np.float64 if scalar_t is double else np.complex128
+    cdef scalar_t[::1] work = np.empty(3 * n + 1, dtype=dtype)
+    cdef scalar_t* y = &work[0]
+    cdef scalar_t* b = y + n
+    cdef scalar_t* x = y + 2 * n
+    cdef const idx_t* Lp_ = iptr(Lp)
+    cdef const idx_t* Li_ = iptr(Li)
+    cdef const idx_t* Up_ = iptr(Up)
+    cdef const idx_t* Ui_ = iptr(Ui)
+    cdef const idx_t* pinv_ = iptr(pinv)
+    cdef const idx_t* q_ = iptr(q)
+    cdef const scalar_t* Lx_ = vptr(Lx)
+    cdef const scalar_t* Ux_ = vptr(Ux)
+    cdef const scalar_t* ud_ = vptr(udiag)
+    if n == 0:
+        return
     with nogil:
         for c in range(nrhs):
-            for i in range(n):  # y = P b
-                y[pinv[i]] = B[i, c]
-            for j in range(n):  # L y' = y, by columns
-                yj = y[j]
-                if yj != 0:
-                    for p in range(Lp[j], Lp[j + 1]):
-                        y[Li[p]] -= Lx[p] * yj
-            for j in range(n - 1, -1, -1):  # U z = y', by columns
-                yj = y[j] / udiag[j]
-                y[j] = yj
-                if yj != 0:
-                    for p in range(Up[j], Up[j + 1]):
-                        y[Ui[p]] -= Ux[p] * yj
-            for j in range(n):  # x = Q z
-                X[q[j], c] = y[j]
+            for i in range(n):
+                b[i] = B[i, c]
+            solve_column(n, Lp_, Li_, Lx_, Up_, Ui_, Ux_, ud_, pinv_, q_, b, y, x)
+            for i in range(n):
+                X[i, c] = x[i]
+
+
+def solve_refined(const idx_t[::1] Ap, const idx_t[::1] Ai, const scalar_t[::1] Ax,
+                  const idx_t[::1] Lp, const idx_t[::1] Li, const scalar_t[::1] Lx,
+                  const idx_t[::1] Up, const idx_t[::1] Ui, const scalar_t[::1] Ux,
+                  const scalar_t[::1] udiag, const idx_t[::1] pinv, const idx_t[::1] q,
+                  const scalar_t[:, :] B, scalar_t[:, :] X, double tol, int max_steps):
+    """X = A⁻¹ B with the factors of :func:`lu_factor`, each column refined while its
+    backward error is above ``tol`` and falls, at most ``max_steps`` times: the solve,
+    the check and the refinement in one call.
+
+    Each step solves for the residual's correction (x += A⁻¹ (b − A x)) and keeps it
+    when the backward error falls; the residual of the check is the next step's.
+
+    Parameters
+    ----------
+    Ap, Ai, Ax : arrays
+        A's CSC arrays.
+    Lp, Li, Lx, Up, Ui, Ux, udiag, pinv : arrays
+        The factors of :func:`lu_factor`.
+    q : int64 array
+        Its column order.
+    B, X : (n, k) arrays of A's dtype
+        The right-hand sides and the solutions (written), in any layout; X may not be B.
+    tol : float
+    max_steps : int
+
+    Returns
+    -------
+    berr : float64 array (k,)
+        Each column's backward error, as :func:`backward_errors`.
+    growth : float64 array (k,)
+        Each column's ‖A‖∞ ‖x‖∞ / ‖b‖∞ (0 where x = 0, inf where only b is).
+    """
+    cdef idx_t n = Ap.shape[0] - 1, k = B.shape[1], c, i, step
+    dtype = np.float64 if scalar_t is double else np.complex128
+    berr_a = np.zeros(k)
+    growth_a = np.zeros(k)
+    cdef double[::1] berr = berr_a, growth = growth_a
+    cdef double[::1] rowsum = np.empty(n + 1)
+    cdef scalar_t[::1] work = np.empty(6 * n + 1, dtype=dtype)
+    cdef scalar_t* y = &work[0]
+    cdef scalar_t* b = y + n
+    cdef scalar_t* x = y + 2 * n
+    cdef scalar_t* r = y + 3 * n
+    cdef scalar_t* x_new = y + 4 * n
+    cdef scalar_t* r_new = y + 5 * n
+    cdef scalar_t* t
+    cdef double norm_a, e, e_new, g, g_new
+    cdef const idx_t* Ap_ = iptr(Ap)
+    cdef const idx_t* Ai_ = iptr(Ai)
+    cdef const scalar_t* Ax_ = vptr(Ax)
+    cdef const idx_t* Lp_ = iptr(Lp)
+    cdef const idx_t* Li_ = iptr(Li)
+    cdef const idx_t* Up_ = iptr(Up)
+    cdef const idx_t* Ui_ = iptr(Ui)
+    cdef const idx_t* pinv_ = iptr(pinv)
+    cdef const idx_t* q_ = iptr(q)
+    cdef const scalar_t* Lx_ = vptr(Lx)
+    cdef const scalar_t* Ux_ = vptr(Ux)
+    cdef const scalar_t* ud_ = vptr(udiag)
+    if n == 0:
+        return berr_a, growth_a
+    with nogil:
+        norm_a = row_norm(n, Ap_, Ai_, Ax_, &rowsum[0])
+        for c in range(k):
+            for i in range(n):
+                b[i] = B[i, c]
+            solve_column(n, Lp_, Li_, Lx_, Up_, Ui_, Ux_, ud_, pinv_, q_, b, y, x)
+            e = residual(n, Ap_, Ai_, Ax_, norm_a, x, b, r, &g)
+            for step in range(max_steps):
+                if not e > tol:
+                    break
+                solve_column(n, Lp_, Li_, Lx_, Up_, Ui_, Ux_, ud_, pinv_, q_, r, y, x_new)
+                for i in range(n):
+                    x_new[i] = x_new[i] + x[i]
+                e_new = residual(n, Ap_, Ai_, Ax_, norm_a, x_new, b, r_new, &g_new)
+                if not e_new < e:
+                    break
+                t = x
+                x = x_new
+                x_new = t
+                t = r
+                r = r_new
+                r_new = t
+                e = e_new
+                g = g_new
+            for i in range(n):
+                X[i, c] = x[i]
+            berr[c] = e
+            growth[c] = g
+    return berr_a, growth_a
 
 
 def backward_errors(const idx_t[::1] Ap, const idx_t[::1] Ai, const scalar_t[::1] Ax,
@@ -396,46 +594,26 @@ def backward_errors(const idx_t[::1] Ap, const idx_t[::1] Ai, const scalar_t[::1
     berr : float64 array (k,)
     norm_a : float
     """
-    cdef idx_t n = Ap.shape[0] - 1, k = X.shape[1], c, i, j, p
-    cdef double[::1] rowsum = np.zeros(n)
-    cdef scalar_t[::1] r = np.empty(n, dtype=np.float64 if scalar_t is double else np.complex128)
-    berr_a = np.empty(k)
+    cdef idx_t n = Ap.shape[0] - 1, k = X.shape[1], c, i
+    dtype = np.float64 if scalar_t is double else np.complex128
+    berr_a = np.zeros(k)
     cdef double[::1] berr = berr_a
-    cdef double norm_a = 0.0, rmax, xmax, bmax, den, v, e
-    cdef bint finite
+    cdef double[::1] rowsum = np.empty(n + 1)
+    cdef scalar_t[::1] work = np.empty(3 * n + 1, dtype=dtype)
+    cdef scalar_t* b = &work[0]
+    cdef scalar_t* x = b + n
+    cdef scalar_t* r = b + 2 * n
+    cdef double norm_a = 0.0, g
+    cdef const idx_t* Ap_ = iptr(Ap)
+    cdef const idx_t* Ai_ = iptr(Ai)
+    cdef const scalar_t* Ax_ = vptr(Ax)
+    if n == 0:
+        return berr_a, norm_a
     with nogil:
-        for p in range(Ap[n]):
-            rowsum[Ai[p]] += magnitude(Ax[p])
-        for i in range(n):
-            if rowsum[i] > norm_a:
-                norm_a = rowsum[i]
+        norm_a = row_norm(n, Ap_, Ai_, Ax_, &rowsum[0])
         for c in range(k):
-            xmax = 0.0
-            bmax = 0.0
-            finite = True
             for i in range(n):
-                r[i] = B[i, c]
-                bmax = max(bmax, magnitude(B[i, c]))
-            for j in range(n):
-                v = magnitude(X[j, c])
-                finite = finite and isfinite(v)
-                xmax = max(xmax, v)
-                for p in range(Ap[j], Ap[j + 1]):
-                    r[Ai[p]] -= Ax[p] * X[j, c]
-            rmax = 0.0
-            for i in range(n):
-                v = magnitude(r[i])
-                finite = finite and isfinite(v)
-                rmax = max(rmax, v)
-            den = norm_a * xmax + bmax
-            if not finite:
-                e = INFINITY  # a NaN or Inf anywhere is no solution at all
-            elif rmax == 0.0:
-                e = 0.0
-            elif not isfinite(den) and xmax > 0.0:
-                # ‖A‖‖x‖ beyond the largest float: x's norm divided out of both terms.
-                e = (rmax / xmax) / (norm_a + bmax / xmax)
-            else:
-                e = rmax / den
-            berr[c] = e if isfinite(e) else INFINITY
+                b[i] = B[i, c]
+                x[i] = X[i, c]
+            berr[c] = residual(n, Ap_, Ai_, Ax_, norm_a, x, b, r, &g)
     return berr_a, norm_a
