@@ -60,10 +60,12 @@ MAX_N_UNSYMMETRIC = 50000
 #: pipeline is taken at once (AᵀA's graph would hold more fill still), and its budget
 #: is :data:`FORECAST_GROWTH` times the forecast plus :data:`SLACK_FLOPS`, past which
 #: pivots off the diagonal have made fill the ordering did not plan for and the
-#: unsymmetric strategy is tried. That one's forecast (AᵀA's Cholesky factor, a bound
-#: for any row pivots) overstates its flops too much to decide by: its budget is
-#: :data:`MAX_FLOPS_UNSYMMETRIC`, above this one for the reason of
-#: :data:`MAX_N_UNSYMMETRIC`.
+#: unsymmetric strategy is tried. The same budget bounds the flops the columns of L
+#: so far commit (the forecast's own measure, ``lu_factor``'s ``max_committed``): fill
+#: shows there columns before the flops it causes are spent. The unsymmetric strategy's
+#: forecast (AᵀA's Cholesky factor, a bound for any row pivots) overstates its flops
+#: too much to decide by: its budget is :data:`MAX_FLOPS_UNSYMMETRIC`, above this one
+#: for the reason of :data:`MAX_N_UNSYMMETRIC`.
 MAX_FLOPS = 5e6
 MAX_FLOPS_UNSYMMETRIC = 2e7
 FORECAST_GROWTH = 2.0
