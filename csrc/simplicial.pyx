@@ -28,6 +28,8 @@ import numpy as np
 cimport numpy as cnp
 from libc.math cimport INFINITY, fabs, hypot, isfinite
 from libc.stdint cimport int64_t
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcpy
 
 cnp.import_array()
 
@@ -37,10 +39,15 @@ ctypedef fused scalar_t:
     double
     double complex
 
+cdef enum:
+    C_OK = 0
+    C_ZERO_PIVOT = 1
+    C_OVER_BUDGET = 2
+
 #: Statuses of :func:`lu_factor`.
-OK = 0
-ZERO_PIVOT = 1  # no nonzero candidate: A is singular (structurally or numerically)
-OVER_BUDGET = 2  # the flop budget was passed
+OK = C_OK
+ZERO_PIVOT = C_ZERO_PIVOT  # no nonzero candidate: A is singular (structurally or numerically)
+OVER_BUDGET = C_OVER_BUDGET  # the flop budget was passed
 
 
 cdef inline double magnitude(scalar_t v) noexcept nogil:
@@ -50,63 +57,232 @@ cdef inline double magnitude(scalar_t v) noexcept nogil:
         return hypot(v.real, v.imag)  # range-safe: the squares would under/overflow
 
 
-cdef idx_t reach(idx_t col, const idx_t[::1] Ap, const idx_t[::1] Ai, idx_t[::1] Lp,
-                 idx_t[::1] Li, idx_t[::1] pinv, idx_t[::1] mark, idx_t stamp,
-                 idx_t[::1] stack, idx_t[::1] pstack, idx_t[::1] xi, idx_t n) noexcept nogil:
-    """The rows of x = L⁻¹ A(:, col), in topological order in ``xi[top:n]``; returns top.
+cdef inline const idx_t* iptr(const idx_t[::1] a) noexcept nogil:
+    """The data of an index array, NULL when empty (no element to bounds-check)."""
+    return &a[0] if a.shape[0] > 0 else NULL
+
+
+cdef inline const scalar_t* vptr(const scalar_t[::1] a) noexcept nogil:
+    """The data of a value array, NULL when empty."""
+    return &a[0] if a.shape[0] > 0 else NULL
+
+
+cdef idx_t reach(idx_t col, const idx_t* Ap, const idx_t* Ai, const idx_t* Lp,
+                 const idx_t* Lpend, const idx_t* Li, const idx_t* pinv, idx_t* mark,
+                 idx_t stamp, idx_t* stack, idx_t* pstack, idx_t* xi, idx_t* cand,
+                 idx_t* ncand, idx_t n) noexcept nogil:
+    """The pattern of x = L⁻¹ A(:, col): its rows already pivotal in topological order in
+    ``xi[top:n]`` (top returned), the others (the candidate pivots, L's column) in
+    ``cand[:ncand]``, in no order.
 
     A depth-first search from each row of A's column through the graph of L: a row
-    pivotal at step j leads to the rows of L(:, j). A row is written to ``xi`` (from
-    the end down) once all rows it leads to are, so that reading ``xi`` upwards visits
-    each row before the rows it updates. ``mark[i] == stamp``: row i already visited.
+    pivotal at step j leads to the rows of L(:, j) up to ``Lpend[j]`` (its end, or less
+    where symmetric pruning left the rest to a later column, see :func:`lu_factor`); a
+    row not yet pivotal leads nowhere. A pivotal row is written to ``xi`` (from the end
+    down) once all rows it leads to are, so that reading ``xi`` upwards visits each row
+    before the rows it updates. ``mark[i] == stamp``: row i already visited.
     """
-    cdef idx_t top = n, head, p, q, j, jp, pend, r
-    cdef bint finished
+    cdef idx_t top = n, head, p, q, j, jp, pend, r, nc = 0
     for p in range(Ap[col], Ap[col + 1]):
-        if mark[Ai[p]] == stamp:
+        j = Ai[p]
+        if mark[j] == stamp:
+            continue
+        mark[j] = stamp
+        jp = pinv[j]
+        if jp < 0:
+            cand[nc] = j
+            nc += 1
             continue
         head = 0
-        stack[0] = Ai[p]
+        stack[0] = j
+        pstack[0] = Lp[jp]
         while head >= 0:
             j = stack[head]
             jp = pinv[j]
-            if mark[j] != stamp:
-                mark[j] = stamp
-                pstack[head] = Lp[jp] if jp >= 0 else 0
-            pend = Lp[jp + 1] if jp >= 0 else 0
-            finished = True
-            for q in range(pstack[head], pend):
+            pend = Lpend[jp]
+            q = pstack[head]
+            while q < pend:
                 r = Li[q]
-                if mark[r] != stamp:
-                    pstack[head] = q + 1  # resume after this child
-                    head += 1
-                    stack[head] = r
-                    finished = False
-                    break
-            if finished:
+                q += 1
+                if mark[r] == stamp:
+                    continue
+                mark[r] = stamp
+                if pinv[r] < 0:  # a leaf: straight to the candidates
+                    cand[nc] = r
+                    nc += 1
+                    continue
+                pstack[head] = q  # resume after this child
+                head += 1
+                stack[head] = r
+                pstack[head] = Lp[pinv[r]]
+                break
+            else:
                 head -= 1
                 top -= 1
                 xi[top] = j
+    ncand[0] = nc
     return top
 
 
-cdef class _Growing:
-    """A column-compressed factor under construction: row indices and values that grow."""
+cdef bint ensure(void** index, void** values, idx_t* capacity, idx_t needed,
+                 size_t itemsize) noexcept nogil:
+    """Room for ``needed`` entries in a factor's growing arrays (doubled); False when
+    memory runs out (the arrays are then still valid, at their old size)."""
+    if needed <= capacity[0]:
+        return True
+    cdef idx_t cap = max(2 * capacity[0], needed)
+    cdef void* a = realloc(index[0], cap * sizeof(idx_t))
+    if a == NULL:
+        return False
+    index[0] = a
+    a = realloc(values[0], cap * itemsize)
+    if a == NULL:
+        return False
+    values[0] = a
+    capacity[0] = cap
+    return True
 
-    cdef public object index, values
 
-    def __init__(self, capacity, dtype):
-        self.index = np.empty(capacity, dtype=np.int64)
-        self.values = np.empty(capacity, dtype=dtype)
-
-    def grow(self, needed):
-        capacity = max(2 * self.index.shape[0], needed)
-        self.index = np.resize(self.index, capacity)
-        self.values = np.resize(self.values, capacity)
+cdef int factor_columns(idx_t n, const idx_t* Ap, const idx_t* Ai, const scalar_t* Ax,
+                        const idx_t* q, double threshold, double max_flops,
+                        double max_committed, idx_t* Lp,
+                        idx_t* Up, idx_t* pinv, scalar_t* udiag, idx_t** Li, scalar_t** Lx,
+                        idx_t* lcap, idx_t** Ui, scalar_t** Ux, idx_t* ucap, idx_t* work,
+                        scalar_t* x, idx_t* kout, double* fout) noexcept nogil:
+    """The loop of :func:`lu_factor` on raw arrays: its status (or -1: out of memory),
+    the column reached in ``kout``, the flops in ``fout``. ``work``: 8 n integers."""
+    cdef idx_t* mark = work
+    cdef idx_t* stack = work + n
+    cdef idx_t* pstack = work + 2 * n
+    cdef idx_t* xi = work + 3 * n
+    cdef idx_t* cand = work + 4 * n
+    cdef idx_t* Lpend = work + 5 * n
+    cdef idx_t* pruned = work + 6 * n
+    cdef idx_t* rowcount = work + 7 * n
+    cdef idx_t k, col, top, t, i, j, jp, p, p0, p1, ipiv, ncand, lnz = 0, unz = 0
+    cdef idx_t head, tail
+    cdef idx_t* L_i
+    cdef scalar_t* L_x
+    cdef double flops = 0.0, committed = 0.0, amax, a, adiag
+    cdef scalar_t xj, pivot, v
+    for i in range(n):
+        mark[i] = -1
+        pinv[i] = -1
+        rowcount[i] = 0
+    for p in range(Ap[n]):
+        rowcount[Ai[p]] += 1
+    Lp[0] = 0
+    Up[0] = 0
+    for k in range(n):
+        # Room for the column's worst case (every row in its pattern) in L and U.
+        if not ensure(<void**>Li, <void**>Lx, lcap, lnz + n, sizeof(scalar_t)):
+            return -1
+        if not ensure(<void**>Ui, <void**>Ux, ucap, unz + n, sizeof(scalar_t)):
+            return -1
+        L_i = Li[0]
+        L_x = Lx[0]
+        col = q[k]
+        top = reach(col, Ap, Ai, Lp, Lpend, L_i, pinv, mark, k, stack, pstack, xi,
+                    cand, &ncand, n)
+        for p in range(Ap[col], Ap[col + 1]):
+            x[Ai[p]] = Ax[p]
+        for t in range(top, n):  # x = L⁻¹ A(:, col), pivotal rows in topological order
+            j = xi[t]
+            jp = pinv[j]
+            xj = x[j]
+            p1 = Lp[jp + 1]
+            for p in range(Lp[jp], p1):
+                x[L_i[p]] -= L_x[p] * xj
+            flops += 2.0 * (p1 - Lp[jp])
+        # The pivot: the diagonal row if it is large enough, else the largest; among
+        # equals (±1 in a circuit's column) the row with fewest entries in A, as
+        # Markowitz's rule would, for less fill.
+        ipiv = -1
+        amax = 0.0
+        adiag = -1.0
+        for t in range(ncand):
+            i = cand[t]
+            a = magnitude(x[i])
+            if a > amax or (a == amax and a > 0.0 and rowcount[i] < rowcount[ipiv]):
+                amax = a
+                ipiv = i
+            if i == col:
+                adiag = a
+        if ipiv < 0:
+            kout[0] = k
+            fout[0] = flops
+            return C_ZERO_PIVOT
+        if adiag >= threshold * amax:
+            ipiv = col
+        pivot = x[ipiv]
+        udiag[k] = pivot
+        pinv[ipiv] = k
+        x[ipiv] = 0
+        # U's column: the pivotal rows, by their pivot step.
+        for t in range(top, n):
+            j = xi[t]
+            Ui[0][unz] = pinv[j]
+            Ux[0][unz] = x[j]
+            unz += 1
+            x[j] = 0
+        Up[k + 1] = unz
+        # L's column: the other candidates over the pivot (A's row numbers till the end).
+        for t in range(ncand):
+            i = cand[t]
+            if i != ipiv:
+                L_i[lnz] = i
+                L_x[lnz] = x[i] / pivot
+                lnz += 1
+                x[i] = 0
+        Lp[k + 1] = lnz
+        Lpend[k] = lnz
+        pruned[k] = 0
+        committed += 2.0 * (lnz - Lp[k]) * (lnz - Lp[k])
+        # Symmetric pruning (Eisenstat and Liu): where U(j, k) and L(ipiv, j) are both
+        # nonzero, every row of L(:, j) not yet pivotal is in L(:, k) too, reachable
+        # through k: the searches to come walk L(:, j)'s pivotal rows only.
+        for t in range(top, n):
+            jp = pinv[xi[t]]
+            if pruned[jp]:
+                continue
+            p0 = Lp[jp]
+            p1 = Lp[jp + 1]
+            for p in range(p0, p1):
+                if L_i[p] == ipiv:
+                    break
+            else:
+                continue
+            head = p0
+            tail = p1
+            while head < tail:  # pivotal rows first; values move with their rows
+                i = L_i[head]
+                if pinv[i] >= 0:
+                    head += 1
+                else:
+                    tail -= 1
+                    L_i[head] = L_i[tail]
+                    L_i[tail] = i
+                    v = L_x[head]
+                    L_x[head] = L_x[tail]
+                    L_x[tail] = v
+            Lpend[jp] = head
+            pruned[jp] = 1
+        if flops > max_flops or committed > max_committed:
+            kout[0] = k + 1
+            fout[0] = flops
+            return C_OVER_BUDGET
+    # L's rows, still A's row numbers, into pivot order.
+    L_i = Li[0]
+    for p in range(lnz):
+        L_i[p] = pinv[L_i[p]]
+    kout[0] = n
+    fout[0] = flops
+    return C_OK
 
 
 def lu_factor(const idx_t[::1] Ap, const idx_t[::1] Ai, const scalar_t[::1] Ax,
-              const idx_t[::1] q, double threshold, double max_flops):
+              const idx_t[::1] q, double threshold, double max_flops,
+              double max_committed=INFINITY):
     """P A Q = L U of a canonical CSC matrix, column by column (see the module docstring).
 
     Parameters
@@ -121,6 +297,11 @@ def lu_factor(const idx_t[::1] Ap, const idx_t[::1] Ai, const scalar_t[::1] Ax,
         the largest candidate's (1: partial pivoting; smaller: the diagonal more often).
     max_flops : float
         Stop with OVER_BUDGET once the flops exceed this.
+    max_committed : float, optional
+        Stop with OVER_BUDGET once twice the sum of the squared lengths of L's columns
+        so far exceeds this: the flops those columns will cost where U's pattern mirrors
+        L's (the measure of an ordering's forecast for diagonal pivots), known as soon
+        as a column is, where the flops so far lag behind the fill that causes them.
 
     Returns
     -------
@@ -130,97 +311,150 @@ def lu_factor(const idx_t[::1] Ap, const idx_t[::1] Ai, const scalar_t[::1] Ax,
         The column reached (n when OK).
     factors : tuple or None
         ``(Lp, Li, Lx, Up, Ui, Ux, udiag, pinv)`` when OK: row i of A is row
-        ``pinv[i]`` of P A; L and U column-compressed in pivot order.
+        ``pinv[i]`` of P A; L and U column-compressed in pivot order (the rows of a
+        column in no particular order).
     flops : float
         Multiply-adds times two (complex ones counted as real ones).
     """
     cdef idx_t n = Ap.shape[0] - 1
-    cdef idx_t nnz = Ap[n]
     dtype = np.float64 if scalar_t is double else np.complex128
-    cdef _Growing Lg = _Growing(2 * nnz + n, dtype)
-    cdef _Growing Ug = _Growing(2 * nnz + n, dtype)
-    cdef idx_t[::1] Li = Lg.index, Ui = Ug.index
-    cdef scalar_t[::1] Lx = Lg.values, Ux = Ug.values
-    Lp_a = np.zeros(n + 1, dtype=np.int64)
-    Up_a = np.zeros(n + 1, dtype=np.int64)
-    pinv_a = np.full(n, -1, dtype=np.int64)
-    udiag_a = np.empty(n, dtype=dtype)
+    Lp_a = np.empty(n + 1, dtype=np.int64)
+    Up_a = np.empty(n + 1, dtype=np.int64)
+    pinv_a = np.empty(n + 1, dtype=np.int64)
+    udiag_a = np.empty(n + 1, dtype=dtype)
     cdef idx_t[::1] Lp = Lp_a, Up = Up_a, pinv = pinv_a
     cdef scalar_t[::1] udiag = udiag_a
-    # One workspace: the search's marks, its two stacks and its output.
-    cdef idx_t[::1] work = np.full(4 * n, -1, dtype=np.int64)
-    cdef idx_t[::1] mark = work[:n], stack = work[n:2 * n]
-    cdef idx_t[::1] pstack = work[2 * n:3 * n], xi = work[3 * n:]
-    cdef scalar_t[::1] x = np.zeros(n, dtype=dtype)
-    cdef idx_t k, col, top, t, i, j, jp, p, ipiv, lnz = 0, unz = 0, diag
-    cdef double flops = 0.0, amax, a
-    cdef scalar_t xj, pivot
-    for k in range(n):
-        # Room for the column's worst case (every row in its pattern) in L and U.
-        if lnz + n > Li.shape[0]:
-            Lg.grow(lnz + n)
-            Li, Lx = Lg.index, Lg.values
-        if unz + n > Ui.shape[0]:
-            Ug.grow(unz + n)
-            Ui, Ux = Ug.index, Ug.values
-        col = q[k]
-        with nogil:
-            top = reach(col, Ap, Ai, Lp, Li, pinv, mark, k, stack, pstack, xi, n)
-            for p in range(Ap[col], Ap[col + 1]):
-                x[Ai[p]] = Ax[p]
-            for t in range(top, n):
-                j = xi[t]
-                jp = pinv[j]
-                if jp < 0:
-                    continue
-                xj = x[j]
-                for p in range(Lp[jp], Lp[jp + 1]):
-                    x[Li[p]] -= Lx[p] * xj
-                flops += 2.0 * (Lp[jp + 1] - Lp[jp])
-            # The pivot: the diagonal row if it is large enough, else the largest.
-            ipiv = -1
-            amax = 0.0
-            for t in range(top, n):
-                i = xi[t]
-                if pinv[i] < 0:
-                    a = magnitude(x[i])
-                    if a > amax:
-                        amax = a
-                        ipiv = i
-            diag = col
-            if pinv[diag] < 0 and mark[diag] == k and amax > 0.0:
-                if magnitude(x[diag]) >= threshold * amax:
-                    ipiv = diag
-        if ipiv < 0 or amax == 0.0:
-            return ZERO_PIVOT, k, None, flops
-        with nogil:
-            pivot = x[ipiv]
-            udiag[k] = pivot
-            pinv[ipiv] = k
-            for t in range(top, n):
-                i = xi[t]
-                if pinv[i] >= 0 and i != ipiv:
-                    Ui[unz] = pinv[i]
-                    Ux[unz] = x[i]
-                    unz += 1
-                elif pinv[i] < 0:
-                    Li[lnz] = i
-                    Lx[lnz] = x[i] / pivot
-                    lnz += 1
-                x[i] = 0
-            Lp[k + 1] = lnz
-            Up[k + 1] = unz
-        if flops > max_flops:
-            return OVER_BUDGET, k + 1, None, flops
-    # L's rows, still A's row numbers, into pivot order.
-    for p in range(lnz):
-        Li[p] = pinv[Li[p]]
-    # Views of the grown arrays: their spare room is freed with them.
-    factors = (
-        Lp_a, Lg.index[:lnz], Lg.values[:lnz], Up_a, Ug.index[:unz], Ug.values[:unz],
-        udiag_a, pinv_a,
-    )
-    return OK, n, factors, flops
+    cdef idx_t[::1] work = np.empty(8 * n + 1, dtype=np.int64)
+    cdef scalar_t[::1] x = np.zeros(n + 1, dtype=dtype)
+    # L and U grow in C memory (the whole loop runs without the GIL), copied out at the end.
+    cdef idx_t lcap = 2 * Ap[n] + n + 1, ucap = 2 * Ap[n] + n + 1, k = 0, lnz, unz
+    cdef idx_t* Li = <idx_t*>malloc(lcap * sizeof(idx_t))
+    cdef scalar_t* Lx = <scalar_t*>malloc(lcap * sizeof(scalar_t))
+    cdef idx_t* Ui = <idx_t*>malloc(ucap * sizeof(idx_t))
+    cdef scalar_t* Ux = <scalar_t*>malloc(ucap * sizeof(scalar_t))
+    cdef const scalar_t* Ax_p = &Ax[0] if Ax.shape[0] > 0 else NULL
+    cdef const idx_t* Ai_p = &Ai[0] if Ai.shape[0] > 0 else NULL
+    cdef const idx_t* q_p = &q[0] if n > 0 else NULL
+    cdef double flops = 0.0
+    cdef int status = -1
+    cdef idx_t[::1] Li_v, Ui_v
+    cdef scalar_t[::1] Lx_v, Ux_v
+    try:
+        if Li != NULL and Lx != NULL and Ui != NULL and Ux != NULL:
+            with nogil:
+                status = factor_columns(
+                    n, &Ap[0], Ai_p, Ax_p, q_p, threshold, max_flops, max_committed,
+                    &Lp[0], &Up[0],
+                    &pinv[0], &udiag[0], &Li, &Lx, &lcap, &Ui, &Ux, &ucap, &work[0], &x[0],
+                    &k, &flops,
+                )
+        if status < 0:
+            raise MemoryError(f"lu_factor: out of memory for the factors of a {n} x {n} matrix")
+        if status != OK:
+            return status, k, None, flops
+        lnz = Lp[n]
+        unz = Up[n]
+        Li_a = np.empty(lnz + 1, dtype=np.int64)
+        Lx_a = np.empty(lnz + 1, dtype=dtype)
+        Ui_a = np.empty(unz + 1, dtype=np.int64)
+        Ux_a = np.empty(unz + 1, dtype=dtype)
+        Li_v, Lx_v, Ui_v, Ux_v = Li_a, Lx_a, Ui_a, Ux_a
+        memcpy(&Li_v[0], Li, lnz * sizeof(idx_t))
+        memcpy(&Lx_v[0], Lx, lnz * sizeof(scalar_t))
+        memcpy(&Ui_v[0], Ui, unz * sizeof(idx_t))
+        memcpy(&Ux_v[0], Ux, unz * sizeof(scalar_t))
+        Li_a, Lx_a, Ui_a, Ux_a = Li_a[:lnz], Lx_a[:lnz], Ui_a[:unz], Ux_a[:unz]
+        factors = (Lp_a, Li_a, Lx_a, Up_a, Ui_a, Ux_a, udiag_a[:n], pinv_a[:n])
+        return OK, n, factors, flops
+    finally:
+        free(Li)
+        free(Lx)
+        free(Ui)
+        free(Ux)
+
+
+cdef void solve_column(idx_t n, const idx_t* Lp, const idx_t* Li, const scalar_t* Lx,
+                       const idx_t* Up, const idx_t* Ui, const scalar_t* Ux,
+                       const scalar_t* udiag, const idx_t* pinv, const idx_t* q,
+                       const scalar_t* b, scalar_t* y, scalar_t* x) noexcept nogil:
+    """x = A⁻¹ b with the factors of :func:`lu_factor`; y: n of workspace."""
+    cdef idx_t i, j, p, p1
+    cdef scalar_t yj
+    for i in range(n):  # y = P b
+        y[pinv[i]] = b[i]
+    for j in range(n):  # L y' = y, by columns
+        yj = y[j]
+        if yj != 0:
+            p1 = Lp[j + 1]
+            for p in range(Lp[j], p1):
+                y[Li[p]] -= Lx[p] * yj
+    for j in range(n - 1, -1, -1):  # U z = y', by columns
+        yj = y[j] / udiag[j]
+        y[j] = yj
+        if yj != 0:
+            p1 = Up[j + 1]
+            for p in range(Up[j], p1):
+                y[Ui[p]] -= Ux[p] * yj
+    for j in range(n):  # x = Q z
+        x[q[j]] = y[j]
+
+
+cdef double row_norm(idx_t n, const idx_t* Ap, const idx_t* Ai, const scalar_t* Ax,
+                     double* rowsum) noexcept nogil:
+    """‖A‖∞; rowsum: n of workspace."""
+    cdef idx_t i, p
+    cdef double norm_a = 0.0
+    for i in range(n):
+        rowsum[i] = 0.0
+    for p in range(Ap[n]):
+        rowsum[Ai[p]] += magnitude(Ax[p])
+    for i in range(n):
+        if rowsum[i] > norm_a:
+            norm_a = rowsum[i]
+    return norm_a
+
+
+cdef double residual(idx_t n, const idx_t* Ap, const idx_t* Ai, const scalar_t* Ax,
+                     double norm_a, const scalar_t* x, const scalar_t* b, scalar_t* r,
+                     double* growth) noexcept nogil:
+    """r = b − A x and its backward error ‖r‖∞ / (‖A‖∞ ‖x‖∞ + ‖b‖∞) (inf where anything
+    is not finite, 0 where r = 0); ``growth``: ‖A‖∞ ‖x‖∞ / ‖b‖∞ (0 where x = 0)."""
+    cdef idx_t i, j, p, p1
+    cdef double xmax = 0.0, bmax = 0.0, rmax = 0.0, den, v, e
+    cdef bint finite = True
+    cdef scalar_t xj
+    for i in range(n):
+        r[i] = b[i]
+        bmax = max(bmax, magnitude(b[i]))
+    for j in range(n):
+        xj = x[j]
+        v = magnitude(xj)
+        finite = finite and isfinite(v)
+        xmax = max(xmax, v)
+        p1 = Ap[j + 1]
+        for p in range(Ap[j], p1):
+            r[Ai[p]] -= Ax[p] * xj
+    for i in range(n):
+        v = magnitude(r[i])
+        finite = finite and isfinite(v)
+        rmax = max(rmax, v)
+    if xmax == 0.0:
+        growth[0] = 0.0
+    elif bmax == 0.0:
+        growth[0] = INFINITY
+    else:
+        growth[0] = norm_a * xmax / bmax
+    den = norm_a * xmax + bmax
+    if not finite:
+        return INFINITY  # a NaN or Inf anywhere is no solution at all
+    if rmax == 0.0:
+        return 0.0
+    if not isfinite(den) and xmax > 0.0:
+        # ‖A‖‖x‖ beyond the largest float: x's norm divided out of both terms.
+        e = (rmax / xmax) / (norm_a + bmax / xmax)
+    else:
+        e = rmax / den
+    return e if isfinite(e) else INFINITY
 
 
 def lu_solve(const idx_t[::1] Lp, const idx_t[::1] Li, const scalar_t[::1] Lx,
@@ -232,27 +466,122 @@ def lu_solve(const idx_t[::1] Lp, const idx_t[::1] Li, const scalar_t[::1] Lx,
     B and X are (n, k) arrays of the factors' dtype, in any memory layout; X may not
     be B.
     """
-    cdef idx_t n = Lp.shape[0] - 1, nrhs = B.shape[1]
-    cdef scalar_t[::1] y = np.empty(n, dtype=np.float64 if scalar_t is double else np.complex128)
-    cdef idx_t c, i, j, p
-    cdef scalar_t yj
+    cdef idx_t n = Lp.shape[0] - 1, nrhs = B.shape[1], c, i
+    dtype = np.float64 if scalar_t is double else np.complex128
+    cdef scalar_t[::1] work = np.empty(3 * n + 1, dtype=dtype)
+    cdef scalar_t* y = &work[0]
+    cdef scalar_t* b = y + n
+    cdef scalar_t* x = y + 2 * n
+    cdef const idx_t* Lp_ = iptr(Lp)
+    cdef const idx_t* Li_ = iptr(Li)
+    cdef const idx_t* Up_ = iptr(Up)
+    cdef const idx_t* Ui_ = iptr(Ui)
+    cdef const idx_t* pinv_ = iptr(pinv)
+    cdef const idx_t* q_ = iptr(q)
+    cdef const scalar_t* Lx_ = vptr(Lx)
+    cdef const scalar_t* Ux_ = vptr(Ux)
+    cdef const scalar_t* ud_ = vptr(udiag)
+    if n == 0:
+        return
     with nogil:
         for c in range(nrhs):
-            for i in range(n):  # y = P b
-                y[pinv[i]] = B[i, c]
-            for j in range(n):  # L y' = y, by columns
-                yj = y[j]
-                if yj != 0:
-                    for p in range(Lp[j], Lp[j + 1]):
-                        y[Li[p]] -= Lx[p] * yj
-            for j in range(n - 1, -1, -1):  # U z = y', by columns
-                yj = y[j] / udiag[j]
-                y[j] = yj
-                if yj != 0:
-                    for p in range(Up[j], Up[j + 1]):
-                        y[Ui[p]] -= Ux[p] * yj
-            for j in range(n):  # x = Q z
-                X[q[j], c] = y[j]
+            for i in range(n):
+                b[i] = B[i, c]
+            solve_column(n, Lp_, Li_, Lx_, Up_, Ui_, Ux_, ud_, pinv_, q_, b, y, x)
+            for i in range(n):
+                X[i, c] = x[i]
+
+
+def solve_refined(const idx_t[::1] Ap, const idx_t[::1] Ai, const scalar_t[::1] Ax,
+                  const idx_t[::1] Lp, const idx_t[::1] Li, const scalar_t[::1] Lx,
+                  const idx_t[::1] Up, const idx_t[::1] Ui, const scalar_t[::1] Ux,
+                  const scalar_t[::1] udiag, const idx_t[::1] pinv, const idx_t[::1] q,
+                  const scalar_t[:, :] B, scalar_t[:, :] X, double tol, int max_steps):
+    """X = A⁻¹ B with the factors of :func:`lu_factor`, each column refined while its
+    backward error is above ``tol`` and falls, at most ``max_steps`` times: the solve,
+    the check and the refinement in one call.
+
+    Each step solves for the residual's correction (x += A⁻¹ (b − A x)) and keeps it
+    when the backward error falls; the residual of the check is the next step's.
+
+    Parameters
+    ----------
+    Ap, Ai, Ax : arrays
+        A's CSC arrays.
+    Lp, Li, Lx, Up, Ui, Ux, udiag, pinv : arrays
+        The factors of :func:`lu_factor`.
+    q : int64 array
+        Its column order.
+    B, X : (n, k) arrays of A's dtype
+        The right-hand sides and the solutions (written), in any layout; X may not be B.
+    tol : float
+    max_steps : int
+
+    Returns
+    -------
+    berr : float64 array (k,)
+        Each column's backward error, as :func:`backward_errors`.
+    growth : float64 array (k,)
+        Each column's ‖A‖∞ ‖x‖∞ / ‖b‖∞ (0 where x = 0, inf where only b is).
+    """
+    cdef idx_t n = Ap.shape[0] - 1, k = B.shape[1], c, i, step
+    dtype = np.float64 if scalar_t is double else np.complex128
+    berr_a = np.zeros(k)
+    growth_a = np.zeros(k)
+    cdef double[::1] berr = berr_a, growth = growth_a
+    cdef double[::1] rowsum = np.empty(n + 1)
+    cdef scalar_t[::1] work = np.empty(6 * n + 1, dtype=dtype)
+    cdef scalar_t* y = &work[0]
+    cdef scalar_t* b = y + n
+    cdef scalar_t* x = y + 2 * n
+    cdef scalar_t* r = y + 3 * n
+    cdef scalar_t* x_new = y + 4 * n
+    cdef scalar_t* r_new = y + 5 * n
+    cdef scalar_t* t
+    cdef double norm_a, e, e_new, g, g_new
+    cdef const idx_t* Ap_ = iptr(Ap)
+    cdef const idx_t* Ai_ = iptr(Ai)
+    cdef const scalar_t* Ax_ = vptr(Ax)
+    cdef const idx_t* Lp_ = iptr(Lp)
+    cdef const idx_t* Li_ = iptr(Li)
+    cdef const idx_t* Up_ = iptr(Up)
+    cdef const idx_t* Ui_ = iptr(Ui)
+    cdef const idx_t* pinv_ = iptr(pinv)
+    cdef const idx_t* q_ = iptr(q)
+    cdef const scalar_t* Lx_ = vptr(Lx)
+    cdef const scalar_t* Ux_ = vptr(Ux)
+    cdef const scalar_t* ud_ = vptr(udiag)
+    if n == 0:
+        return berr_a, growth_a
+    with nogil:
+        norm_a = row_norm(n, Ap_, Ai_, Ax_, &rowsum[0])
+        for c in range(k):
+            for i in range(n):
+                b[i] = B[i, c]
+            solve_column(n, Lp_, Li_, Lx_, Up_, Ui_, Ux_, ud_, pinv_, q_, b, y, x)
+            e = residual(n, Ap_, Ai_, Ax_, norm_a, x, b, r, &g)
+            for step in range(max_steps):
+                if not e > tol:
+                    break
+                solve_column(n, Lp_, Li_, Lx_, Up_, Ui_, Ux_, ud_, pinv_, q_, r, y, x_new)
+                for i in range(n):
+                    x_new[i] = x_new[i] + x[i]
+                e_new = residual(n, Ap_, Ai_, Ax_, norm_a, x_new, b, r_new, &g_new)
+                if not e_new < e:
+                    break
+                t = x
+                x = x_new
+                x_new = t
+                t = r
+                r = r_new
+                r_new = t
+                e = e_new
+                g = g_new
+            for i in range(n):
+                X[i, c] = x[i]
+            berr[c] = e
+            growth[c] = g
+    return berr_a, growth_a
 
 
 def backward_errors(const idx_t[::1] Ap, const idx_t[::1] Ai, const scalar_t[::1] Ax,
@@ -265,46 +594,26 @@ def backward_errors(const idx_t[::1] Ap, const idx_t[::1] Ai, const scalar_t[::1
     berr : float64 array (k,)
     norm_a : float
     """
-    cdef idx_t n = Ap.shape[0] - 1, k = X.shape[1], c, i, j, p
-    cdef double[::1] rowsum = np.zeros(n)
-    cdef scalar_t[::1] r = np.empty(n, dtype=np.float64 if scalar_t is double else np.complex128)
-    berr_a = np.empty(k)
+    cdef idx_t n = Ap.shape[0] - 1, k = X.shape[1], c, i
+    dtype = np.float64 if scalar_t is double else np.complex128
+    berr_a = np.zeros(k)
     cdef double[::1] berr = berr_a
-    cdef double norm_a = 0.0, rmax, xmax, bmax, den, v, e
-    cdef bint finite
+    cdef double[::1] rowsum = np.empty(n + 1)
+    cdef scalar_t[::1] work = np.empty(3 * n + 1, dtype=dtype)
+    cdef scalar_t* b = &work[0]
+    cdef scalar_t* x = b + n
+    cdef scalar_t* r = b + 2 * n
+    cdef double norm_a = 0.0, g
+    cdef const idx_t* Ap_ = iptr(Ap)
+    cdef const idx_t* Ai_ = iptr(Ai)
+    cdef const scalar_t* Ax_ = vptr(Ax)
+    if n == 0:
+        return berr_a, norm_a
     with nogil:
-        for p in range(Ap[n]):
-            rowsum[Ai[p]] += magnitude(Ax[p])
-        for i in range(n):
-            if rowsum[i] > norm_a:
-                norm_a = rowsum[i]
+        norm_a = row_norm(n, Ap_, Ai_, Ax_, &rowsum[0])
         for c in range(k):
-            xmax = 0.0
-            bmax = 0.0
-            finite = True
             for i in range(n):
-                r[i] = B[i, c]
-                bmax = max(bmax, magnitude(B[i, c]))
-            for j in range(n):
-                v = magnitude(X[j, c])
-                finite = finite and isfinite(v)
-                xmax = max(xmax, v)
-                for p in range(Ap[j], Ap[j + 1]):
-                    r[Ai[p]] -= Ax[p] * X[j, c]
-            rmax = 0.0
-            for i in range(n):
-                v = magnitude(r[i])
-                finite = finite and isfinite(v)
-                rmax = max(rmax, v)
-            den = norm_a * xmax + bmax
-            if not finite:
-                e = INFINITY  # a NaN or Inf anywhere is no solution at all
-            elif rmax == 0.0:
-                e = 0.0
-            elif not isfinite(den) and xmax > 0.0:
-                # ‖A‖‖x‖ beyond the largest float: x's norm divided out of both terms.
-                e = (rmax / xmax) / (norm_a + bmax / xmax)
-            else:
-                e = rmax / den
-            berr[c] = e if isfinite(e) else INFINITY
+                b[i] = B[i, c]
+                x[i] = X[i, c]
+            berr[c] = residual(n, Ap_, Ai_, Ax_, norm_a, x, b, r, &g)
     return berr_a, norm_a

@@ -62,10 +62,12 @@ MAX_N_UNSYMMETRIC = 50000
 #: pipeline is taken at once (AᵀA's graph would hold more fill still), and its budget
 #: is :data:`FORECAST_GROWTH` times the forecast plus :data:`SLACK_FLOPS`, past which
 #: pivots off the diagonal have made fill the ordering did not plan for and the
-#: unsymmetric strategy is tried. That one's forecast (AᵀA's Cholesky factor, a bound
-#: for any row pivots) overstates its flops too much to decide by: its budget is
-#: :data:`MAX_FLOPS_UNSYMMETRIC`, above this one for the reason of
-#: :data:`MAX_N_UNSYMMETRIC`.
+#: unsymmetric strategy is tried. The same budget bounds the flops the columns of L
+#: so far commit (the forecast's own measure, ``lu_factor``'s ``max_committed``): fill
+#: shows there columns before the flops it causes are spent. The unsymmetric strategy's
+#: forecast (AᵀA's Cholesky factor, a bound for any row pivots) overstates its flops
+#: too much to decide by: its budget is :data:`MAX_FLOPS_UNSYMMETRIC`, above this one
+#: for the reason of :data:`MAX_N_UNSYMMETRIC`.
 MAX_FLOPS = 5e6
 MAX_FLOPS_UNSYMMETRIC = 2e7
 FORECAST_GROWTH = 2.0
@@ -177,6 +179,7 @@ class SimplicialLU:
         Ut = sp.csr_array((Ux, Ui, Up), shape=(n, n)) + sp.diags_array(udiag, format="csr")
         Lt = sp.csr_array((Lx, Li, Lp), shape=(n, n))
         Ut.sort_indices()
+        Lt.sort_indices()  # the kernel leaves a column's rows in the order it found them
         return Ut, Lt
 
     def solve_inplace(self, X, op="N"):
@@ -222,6 +225,7 @@ def factor(C, ordering="auto"):
         return None
     for strategy in ("symmetric", "unsymmetric") if symmetric else ("unsymmetric",):
         budget = MAX_FLOPS if strategy == "symmetric" else MAX_FLOPS_UNSYMMETRIC
+        committed = np.inf
         if strategy == "unsymmetric":
             dense = max(16, int(DENSE_ROW * np.sqrt(n)))
             xadj, adjncy = column_intersection_adjacency(n, C.indptr, C.indices, dense)
@@ -232,10 +236,10 @@ def factor(C, ordering="auto"):
             if strategy == "symmetric":
                 if forecast > MAX_FLOPS:
                     return None  # AᵀA's graph holds more fill still: the pipeline's
-                budget = FORECAST_GROWTH * forecast + SLACK_FLOPS
+                budget = committed = FORECAST_GROWTH * forecast + SLACK_FLOPS
         threshold = PIVOT_THRESHOLD if strategy == "symmetric" else 1.0
         status, _, arrays, flops = _simplicial.lu_factor(
-            C.indptr, C.indices, C.data, q, threshold, budget
+            C.indptr, C.indices, C.data, q, threshold, budget, committed
         )
         if status == _simplicial.OK:
             return SimplicialLU(arrays, q, strategy, flops)
@@ -263,31 +267,23 @@ def solve_small(C, b, ordering="auto"):
     if F is None:
         return None
     n = C.shape[0]
-    dtype = np.promote_types(C.dtype, b.dtype)
     B = b.reshape(n, -1)
-    split = np.iscomplexobj(B) and not np.iscomplexobj(C.data)
+    split = B.dtype.kind == "c" and C.dtype.kind != "c"
     if split:  # real factors: the real and imaginary parts are two real systems
         B = np.concatenate([B.real, B.imag], axis=1)
-    B = np.ascontiguousarray(B, dtype=C.dtype)
-    x = F.apply_inverse(B)
+    if B.dtype != C.dtype:
+        B = B.astype(C.dtype)
+    x = np.empty(B.shape, dtype=C.dtype)
     tol = default_tol(C.dtype)
-    berr, norm_a = _simplicial.backward_errors(C.indptr, C.indices, C.data, x, B)
-    for _ in range(MAX_STEPS):
-        if not (berr > tol).any():
-            break
-        x_new = x + F.apply_inverse(np.ascontiguousarray(B - C @ x))
-        berr_new, _ = _simplicial.backward_errors(C.indptr, C.indices, C.data, x_new, B)
-        if not (berr_new < berr).all():
-            break
-        x, berr = x_new, berr_new
+    berr, growth = _simplicial.solve_refined(
+        C.indptr, C.indices, C.data, *F.arrays, F.q, B, x, tol, MAX_STEPS
+    )
     if (berr > tol).any():
         return None
     limit = SINGULAR_GROWTH / np.finfo(C.dtype).eps
-    with np.errstate(divide="ignore", invalid="ignore"):
-        growth = norm_a * np.abs(x).max(axis=0) / np.abs(B).max(axis=0)
     if (growth > limit).any() and (equilibrated_growth(C, x, B) > limit).any():
         return None  # a singular matrix and a b outside its range: the pipeline says so
     if split:
         k = x.shape[1] // 2
         x = x[:, :k] + 1j * x[:, k:]
-    return x.astype(dtype, copy=False).reshape(b.shape)
+    return x.astype(np.promote_types(C.dtype, b.dtype), copy=False).reshape(b.shape)

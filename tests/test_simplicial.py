@@ -81,6 +81,104 @@ def test_lu_factor_reconstructs_a(complex_, threshold, n, density, seed):
         assert backward_error(C, x, b).max() < 1e-13
 
 
+def reference_lu(C, q, threshold):
+    """The kernel's pivot rule on dense arrays, without its graph search and pruning:
+    column k of A Q is solved against the columns of L so far in pivot order; the
+    pivot is the diagonal row where at least ``threshold`` times the largest candidate,
+    else the largest, ties to the row with fewest entries in A. Returns (L, U, pinv)
+    as :func:`dense_factors` does."""
+    n = C.shape[0]
+    A = C.toarray()
+    counts = np.diff(sp.csr_array(C).indptr)
+    pinv = np.full(n, -1)
+    rows = []  # the pivot row of each step
+    Lcols = []  # L's columns, in A's row numbers (zero at rows pivotal before)
+    U = np.zeros((n, n), dtype=A.dtype)
+    for k in range(n):
+        x = A[:, q[k]].copy()
+        for j in range(k):
+            x -= Lcols[j] * x[rows[j]]
+        free = np.flatnonzero(pinv < 0)
+        mags = np.abs(x[free])
+        amax = mags.max()
+        assert amax > 0
+        best = free[mags == amax]
+        ipiv = best[np.argmin(counts[best])]
+        if pinv[q[k]] < 0 and abs(x[q[k]]) >= threshold * amax:
+            ipiv = q[k]
+        pinv[ipiv] = k
+        rows.append(ipiv)
+        U[:k, k] = x[rows[:k]]
+        U[k, k] = x[ipiv]
+        col = np.where(pinv < 0, x / x[ipiv], 0)
+        Lcols.append(col)
+    L = np.eye(n, dtype=A.dtype)
+    for j in range(n):
+        L[pinv, j] += np.where(pinv > j, Lcols[j][np.arange(n)], 0)
+    return L, U, pinv
+
+
+@pytest.mark.parametrize("complex_", [False, True])
+@pytest.mark.parametrize("threshold", [1.0, 0.1])
+@settings(max_examples=20, deadline=None)
+@given(n=st.integers(1, 50), density=st.floats(0.02, 0.2), seed=st.integers(0, 10**6))
+def test_lu_factor_matches_the_dense_reference(complex_, threshold, n, density, seed):
+    # The search with symmetric pruning finds the same pattern, so the same pivots and,
+    # within rounding, the same factors as plain Gaussian elimination with the rule.
+    C = unsymmetric(n, density, seed, complex_)
+    q = np.random.default_rng(seed).permutation(n).astype(np.int64)
+    status, _, arrays, _ = _simplicial.lu_factor(C.indptr, C.indices, C.data, q, threshold, 1e30)
+    assert status == _simplicial.OK
+    L, U, pinv = dense_factors(arrays, n)
+    L_ref, U_ref, pinv_ref = reference_lu(C, q, threshold)
+    assert np.array_equal(pinv, pinv_ref)
+    scale = (np.abs(L_ref) @ np.abs(U_ref)).max()
+    assert np.abs(L - L_ref).max() * np.abs(U_ref).max() <= 1e-12 * n * scale
+    assert np.abs(U - U_ref).max() <= 1e-12 * n * scale
+
+
+def test_lu_factor_stops_at_the_committed_budget():
+    # 2 Σ |L(:, j)|² over the columns so far: past max_committed the kernel stops at
+    # that column, before the flops that those columns commit are spent.
+    n = 30
+    C = canonical_csc(sp.csc_array(np.ones((n, n)) + n * np.eye(n)))
+    q = np.arange(n, dtype=np.int64)
+    *_, arrays, _ = _simplicial.lu_factor(C.indptr, C.indices, C.data, q, 0.1, 1e30)
+    committed = 2 * np.cumsum(np.diff(arrays[0]) ** 2)
+    budget = committed[-1] / 2
+    status, k, _, flops = _simplicial.lu_factor(C.indptr, C.indices, C.data, q, 0.1, 1e30, budget)
+    assert status == _simplicial.OVER_BUDGET
+    assert k == np.argmax(committed > budget) + 1 and flops < budget
+
+
+@pytest.mark.parametrize("complex_", [False, True])
+def test_solve_refined_against_backward_errors_and_dense(complex_):
+    # A loose threshold lets L grow: the first solve's backward error is above the
+    # tolerance and refinement brings it down; berr and growth are those of the answer.
+    n = 80
+    C = unsymmetric(n, 0.05, 11, complex_)
+    q = np.random.default_rng(11).permutation(n).astype(np.int64)
+    *_, arrays, _ = _simplicial.lu_factor(C.indptr, C.indices, C.data, q, 1e-3, 1e30)
+    B = np.random.default_rng(1).standard_normal((n, 3)).astype(C.dtype)
+    X0 = np.empty_like(B)
+    _simplicial.lu_solve(*arrays, q, B, X0)
+    berr0, _ = _simplicial.backward_errors(C.indptr, C.indices, C.data, X0, B)
+    for steps in (0, 3):
+        X = np.empty_like(B)
+        berr, growth = _simplicial.solve_refined(
+            C.indptr, C.indices, C.data, *arrays, q, B, X, 1e-15, steps
+        )
+        expected, norm_a = _simplicial.backward_errors(C.indptr, C.indices, C.data, X, B)
+        assert np.allclose(berr, expected, rtol=1e-12, atol=0)
+        assert np.allclose(growth, norm_a * abs(X).max(axis=0) / abs(B).max(axis=0))
+        if steps == 0:
+            assert np.array_equal(X, X0) and np.array_equal(berr, berr0)
+            assert berr.max() > 1e-14  # refinement has work to do
+        else:
+            assert (berr <= berr0).all() and berr.max() < 1e-14
+            assert np.allclose(X, np.linalg.solve(C.toarray(), B), rtol=1e-10)
+
+
 def test_lu_factor_prefers_the_diagonal_within_the_threshold():
     # Column 0 holds 1 on the diagonal and 5 below: threshold 0.1 keeps the diagonal,
     # partial pivoting (threshold 1) takes the 5.
