@@ -1,6 +1,7 @@
 """One grammar for options: ``'name'`` or ``('name', {kwargs})``, parsed in one place;
 factorize's options as one validated record."""
 
+import functools
 import inspect
 from dataclasses import dataclass, field
 from numbers import Integral, Real
@@ -239,7 +240,9 @@ class Options:
         """:meth:`parse` of a ``**options`` dict a function passes on to
         :func:`pastixpy.factorize`: an unknown keyword is a ``TypeError`` naming
         ``caller`` (the user's function, not this method) and the keywords it takes."""
-        known = inspect.signature(cls.parse).parameters
+        if not options:
+            return _defaults()  # spsolve's usual call: no parsing to redo
+        known = _keywords()
         unknown = sorted(set(options) - set(known))
         if unknown:
             raise TypeError(
@@ -286,3 +289,15 @@ def _switch(value, argname):
     if not isinstance(value, (bool, np.bool_)):
         raise InvalidInputError(f"{argname} must be True or False, got {value!r}")
     return bool(value)
+
+
+@functools.cache
+def _keywords():
+    """:meth:`Options.parse`'s keyword names, in order (read once: ``inspect`` is slow)."""
+    return tuple(inspect.signature(Options.parse).parameters)
+
+
+@functools.cache
+def _defaults():
+    """``Options.parse()``, made once: Options are frozen, so one instance serves."""
+    return Options.parse()

@@ -156,8 +156,12 @@ def run_factorization(C, options, analysis=None, backend=ONE_PROCESS, t0=None, s
         and backend is ONE_PROCESS
         and _small_path_applies(C, checked, options)
     ):
+        # A structurally singular matrix meets a zero pivot there and comes back here.
         state = _small_path(C, checked, options, seconds)
     if state is None:
+        t1 = time.perf_counter()
+        check_structural_rank(C)  # names the columns no row matching can cover
+        seconds["check"] += time.perf_counter() - t1
         with blas_threads(options.threads):
             state = _run(C, plan, options, seconds, [], backend)
     state.stats.update(
@@ -310,7 +314,9 @@ def run_refactorization(state, C, options):
 
 def check(C, options):
     """The check phase: the refinement tolerance reachable in the working precision,
-    the kind to try first (and whether it fits C exactly), C structurally nonsingular.
+    the kind to try first (and whether it fits C exactly). That C is structurally
+    nonsingular is checked after it, before the pipeline proper: the small path finds
+    out by itself, with a zero pivot.
 
     Raises
     ------
@@ -327,7 +333,6 @@ def check(C, options):
     symmetry = symmetry_of(C)
     kind, reason = _chosen_kind(C, symmetry, options)
     exact = check_kind(kind, C, symmetry, "factorize", stacklevel=5)
-    check_structural_rank(C)
     return Checked(kind, reason, exact, symmetry)
 
 

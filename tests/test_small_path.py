@@ -8,6 +8,7 @@ once the handle has made them; pickling, refactorization, which matrices and opt
 take the path, and that what it cannot certify goes to the pipeline with its answer."""
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -211,15 +212,11 @@ def test_shared_matrices_solve_to_the_tolerance_on_either_path(name):
         pytest.skip(f"{name} is singular on purpose")
     A = load_shared(name)
     C = canonical_csc(A)
-    try:
-        F = pastixpy.factorize(C)
-    except SingularMatrixError:
-        pytest.skip(f"{name} is singular")
     b = C @ np.ones(C.shape[0])
-    try:
+    with warnings.catch_warnings():  # perturbed pivots on the nearly singular ones
+        warnings.simplefilter("ignore", pastixpy.PastixWarning)
+        F = pastixpy.factorize(C)
         x = F.solve(b)
-    except SingularMatrixError:
-        pytest.skip(f"{name} is numerically singular")
     assert backward_error(C, x, b).max() < 1e-12
     if F.stats["path"] == "simplicial":
         assert F.kind == "lu"
