@@ -523,12 +523,16 @@ def solve_refined(const idx_t[::1] Ap, const idx_t[::1] Ai, const scalar_t[::1] 
         Each column's backward error, as :func:`backward_errors`.
     growth : float64 array (k,)
         Each column's ‖A‖∞ ‖x‖∞ / ‖b‖∞ (0 where x = 0, inf where only b is).
+    steps : int64 array (k,)
+        The refinement steps each column kept.
     """
     cdef idx_t n = Ap.shape[0] - 1, k = B.shape[1], c, i, step
     dtype = np.float64 if scalar_t is double else np.complex128
     berr_a = np.zeros(k)
     growth_a = np.zeros(k)
+    steps_a = np.zeros(k, dtype=np.int64)
     cdef double[::1] berr = berr_a, growth = growth_a
+    cdef idx_t[::1] steps = steps_a
     cdef double[::1] rowsum = np.empty(n + 1)
     cdef scalar_t[::1] work = np.empty(6 * n + 1, dtype=dtype)
     cdef scalar_t* y = &work[0]
@@ -552,7 +556,7 @@ def solve_refined(const idx_t[::1] Ap, const idx_t[::1] Ai, const scalar_t[::1] 
     cdef const scalar_t* Ux_ = vptr(Ux)
     cdef const scalar_t* ud_ = vptr(udiag)
     if n == 0:
-        return berr_a, growth_a
+        return berr_a, growth_a, steps_a
     with nogil:
         norm_a = row_norm(n, Ap_, Ai_, Ax_, &rowsum[0])
         for c in range(k):
@@ -577,11 +581,12 @@ def solve_refined(const idx_t[::1] Ap, const idx_t[::1] Ai, const scalar_t[::1] 
                 r_new = t
                 e = e_new
                 g = g_new
+                steps[c] += 1
             for i in range(n):
                 X[i, c] = x[i]
             berr[c] = e
             growth[c] = g
-    return berr_a, growth_a
+    return berr_a, growth_a, steps_a
 
 
 def backward_errors(const idx_t[::1] Ap, const idx_t[::1] Ai, const scalar_t[::1] Ax,

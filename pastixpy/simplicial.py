@@ -194,6 +194,17 @@ class SimplicialLU:
         Y = sla.spsolve_triangular(Ut, X, lower=True)
         X[...] = sla.spsolve_triangular(Lt, Y, lower=False, unit_diagonal=True)
 
+    def refined_solve(self, C, B, tol, max_steps):
+        """X = A⁻¹ B (B (n, k) in C's dtype, C the factored matrix), each column refined
+        while its backward error is above ``tol`` and falls, at most ``max_steps``
+        times, in one kernel call: ``(X, backward errors, refinement steps in all)``.
+        The :class:`~pastixpy.solve.Solver` of the small path calls it for A x = b."""
+        X = np.empty(B.shape, dtype=C.dtype)
+        berr, _, steps = _simplicial.solve_refined(
+            C.indptr, C.indices, C.data, *self.arrays, self.q, B, X, tol, max_steps
+        )
+        return X, berr, int(steps.sum())
+
     def gathers(self):
         """The rows a solve gathers by (:func:`pastixpy.solve.pivot_order_gathers`'s
         format): P A Q = L U, so A x = b is x = Q U⁻¹ L⁻¹ P b and Aᵀ x = b is
@@ -275,7 +286,7 @@ def solve_small(C, b, ordering="auto"):
         B = B.astype(C.dtype)
     x = np.empty(B.shape, dtype=C.dtype)
     tol = default_tol(C.dtype)
-    berr, growth = _simplicial.solve_refined(
+    berr, growth, _ = _simplicial.solve_refined(
         C.indptr, C.indices, C.data, *F.arrays, F.q, B, x, tol, MAX_STEPS
     )
     if (berr > tol).any():

@@ -227,8 +227,18 @@ class Solver:
         on to the precision's floor. Returns ``(x, backward error of each column,
         steps, what ran)``; never raises for accuracy (:meth:`solve`'s verdict does).
         """
-        x = self.apply_inverse(b, trans)
         rules = solve_policy.refinement_rules(self)
+        fused = getattr(self.factors, "refined_solve", None)
+        always = rules.always if to_floor is None else to_floor
+        if fused is not None and trans == "N" and rules.method in ("auto", "ir") and not always:
+            # Factors that solve, check and refine in one kernel call (the small path's
+            # simplicial LU): the generic refinement below only where that one stopped
+            # above the tolerance.
+            x, berr, steps = fused(self.C, b, rules.tol, rules.maxiter)
+            if not (berr > rules.tol).any():
+                return x, berr, steps, "ir" if steps else "none"
+        else:
+            x = self.apply_inverse(b, trans)
         op = self.operator(trans)
         if rules.method == "none":
             return x, backward_error(op, x, b, self.norm_a), 0, "none"

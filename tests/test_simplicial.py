@@ -165,16 +165,19 @@ def test_solve_refined_against_backward_errors_and_dense(complex_):
     berr0, _ = _simplicial.backward_errors(C.indptr, C.indices, C.data, X0, B)
     for steps in (0, 3):
         X = np.empty_like(B)
-        berr, growth = _simplicial.solve_refined(
+        berr, growth, taken = _simplicial.solve_refined(
             C.indptr, C.indices, C.data, *arrays, q, B, X, 1e-15, steps
         )
+        assert ((taken >= 0) & (taken <= steps)).all()
         expected, norm_a = _simplicial.backward_errors(C.indptr, C.indices, C.data, X, B)
         assert np.allclose(berr, expected, rtol=1e-12, atol=0)
         assert np.allclose(growth, norm_a * abs(X).max(axis=0) / abs(B).max(axis=0))
         if steps == 0:
             assert np.array_equal(X, X0) and np.array_equal(berr, berr0)
             assert berr.max() > 1e-14  # refinement has work to do
+            assert not taken.any()
         else:
+            assert taken.max() >= 1  # the column above 1e-14 took a step
             assert (berr <= berr0).all() and berr.max() < 1e-14
             assert np.allclose(X, np.linalg.solve(C.toarray(), B), rtol=1e-10)
 
