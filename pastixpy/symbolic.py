@@ -182,16 +182,22 @@ def elimination_tree(xadj, adjncy, perm, *, keep_order=False):
 #: below, it costs less than the copy.
 PERMUTE_MIN_VERTICES = 32768
 
+#: ... and at most this many neighbours per vertex on average (27-point stencils have
+#: 26): the copy costs per entry and saves mostly per row, so on denser graphs (3D
+#: elasticity, 80) it costs more than it saves.
+PERMUTE_MAX_DEGREE = 32
+
 
 def pivot_pattern(xadj, adjncy, perm, iperm=None):
     """The pattern as the symbolic kernels read it in the pivot order ``perm``:
     ``(xadj, adjncy, perm, iperm)``, either the original numbering with the
-    permutation, or on graphs of :data:`PERMUTE_MIN_VERTICES` vertices or more a copy
-    renumbered in pivot order (rows unsorted) with ``perm`` and ``iperm`` None."""
+    permutation, or a copy renumbered in pivot order (rows unsorted) with ``perm`` and
+    ``iperm`` None, on graphs of :data:`PERMUTE_MIN_VERTICES` vertices or more and
+    :data:`PERMUTE_MAX_DEGREE` neighbours per vertex or fewer."""
     n = xadj.shape[0] - 1
     if iperm is None:
         iperm = inverse_permutation(perm)
-    if n < PERMUTE_MIN_VERTICES:
+    if n < PERMUTE_MIN_VERTICES or adjncy.size > PERMUTE_MAX_DEGREE * n:
         return xadj, adjncy, perm, iperm
     return (*_symbolic.permuted_graph(n, xadj, adjncy, perm, iperm), None, None)
 
