@@ -1,9 +1,11 @@
 # Symbolic-factorization kernels: elimination tree, postorder, column counts, amalgamation, block fill.
 # cython: language_level=3
 #
-# Every kernel reads the pattern of A + Aᵀ in its original numbering (xadj, adjncy)
-# through the permutation (perm[k] = original vertex of pivot k, iperm its inverse),
-# so the permuted graph is never materialised.
+# The tree and fill kernels read the pattern of A + Aᵀ in pivot order: either its
+# original numbering (xadj, adjncy) through the permutation (perm[k] = original vertex
+# of pivot k, iperm its inverse), or a copy renumbered once (permuted_graph; perm and
+# iperm None), whose rows each pass then walks in order without lookups. On graphs
+# larger than the cache the lookups cost two scattered reads per entry in every pass.
 
 import numpy as np
 
@@ -17,9 +19,37 @@ cnp.import_array()
 ctypedef int64_t idx_t
 
 
+def permuted_graph(idx_t n, const idx_t[::1] xadj, const idx_t[::1] adjncy,
+                   const idx_t[::1] perm, const idx_t[::1] iperm):
+    """The graph renumbered in pivot order: vertex k is ``perm[k]``.
+
+    Row k lists ``iperm`` of the original neighbours of ``perm[k]``, in their
+    original order (so unsorted).
+
+    Returns
+    -------
+    pxadj, padjncy : int64 arrays
+    """
+    cdef idx_t nnz = xadj[n] if n else 0
+    cdef cnp.ndarray[idx_t, ndim=1] px_a = np.empty(n + 1, dtype=np.int64)
+    cdef cnp.ndarray[idx_t, ndim=1] pa_a = np.empty(nnz, dtype=np.int64)
+    cdef idx_t[::1] px = px_a, pa = pa_a
+    cdef idx_t k, p, v, q = 0
+    with nogil:
+        px[0] = 0
+        for k in range(n):
+            v = perm[k]
+            for p in range(xadj[v], xadj[v + 1]):
+                pa[q] = iperm[adjncy[p]]
+                q += 1
+            px[k + 1] = q
+    return px_a, pa_a
+
+
 def etree(idx_t n, const idx_t[::1] xadj, const idx_t[::1] adjncy,
-          const idx_t[::1] perm, const idx_t[::1] iperm):
-    """Elimination tree of the permuted symmetric pattern (Liu's algorithm).
+          const idx_t[::1] perm=None, const idx_t[::1] iperm=None):
+    """Elimination tree of the permuted symmetric pattern (Liu's algorithm); perm and
+    iperm None when the pattern is in pivot order already.
 
     Returns
     -------
@@ -30,13 +60,14 @@ def etree(idx_t n, const idx_t[::1] xadj, const idx_t[::1] adjncy,
     cdef cnp.ndarray[idx_t, ndim=1] anc_a = np.empty(n, dtype=np.int64)
     cdef idx_t[::1] parent = parent_a, anc = anc_a
     cdef idx_t k, p, v, i, inext
+    cdef bint direct = perm is None
     with nogil:
         for k in range(n):
             parent[k] = -1
             anc[k] = -1
-            v = perm[k]
+            v = k if direct else perm[k]
             for p in range(xadj[v], xadj[v + 1]):
-                i = iperm[adjncy[p]]
+                i = adjncy[p] if direct else iperm[adjncy[p]]
                 # Climb from i to the root of its current subtree, compressing the path to k.
                 while i != -1 and i < k:
                     inext = anc[i]
@@ -112,20 +143,23 @@ cdef inline idx_t _leaf(idx_t i, idx_t j, idx_t[::1] first, idx_t[::1] maxfirst,
 
 
 def column_counts(idx_t n, const idx_t[::1] xadj, const idx_t[::1] adjncy,
-                  const idx_t[::1] perm, const idx_t[::1] iperm, const idx_t[::1] parent):
+                  const idx_t[::1] parent, const idx_t[::1] perm=None,
+                  const idx_t[::1] iperm=None):
     """Number of nonzeros in each column of the Cholesky factor, diagonal included.
 
     Gilbert, Ng and Peyton's row-subtree algorithm with a disjoint-set forest:
     time nearly linear in nnz(A). The elimination tree must be postordered
-    (every node numbered after its descendants, subtrees contiguous).
+    (every node numbered after its descendants, subtrees contiguous); perm and
+    iperm None when the pattern is in that pivot order already.
     """
     cdef cnp.ndarray[idx_t, ndim=1] count_a = np.empty(n, dtype=np.int64)
     cdef cnp.ndarray[idx_t, ndim=1] work = np.full(4 * n, -1, dtype=np.int64)
     cdef idx_t[::1] delta = count_a
     cdef idx_t[::1] first = work[:n], maxfirst = work[n:2 * n]
     cdef idx_t[::1] prevleaf = work[2 * n:3 * n], ancestor = work[3 * n:]
-    cdef idx_t j, k, p, i, q
+    cdef idx_t j, k, p, i, q, v
     cdef int jleaf
+    cdef bint direct = perm is None
     with nogil:
         for k in range(n):
             delta[k] = 1 if first[k] == -1 else 0   # 1 for a leaf of the tree
@@ -138,8 +172,9 @@ def column_counts(idx_t n, const idx_t[::1] xadj, const idx_t[::1] adjncy,
         for j in range(n):
             if parent[j] != -1:
                 delta[parent[j]] -= 1
-            for p in range(xadj[perm[j]], xadj[perm[j] + 1]):
-                i = iperm[adjncy[p]]
+            v = j if direct else perm[j]
+            for p in range(xadj[v], xadj[v + 1]):
+                i = adjncy[p] if direct else iperm[adjncy[p]]
                 q = _leaf(i, j, first, maxfirst, prevleaf, ancestor, &jleaf)
                 if jleaf >= 1:
                     delta[j] += 1
@@ -230,9 +265,11 @@ cdef int _cmp_idx(const void* a, const void* b) noexcept nogil:
 
 
 def block_rows(idx_t n, const idx_t[::1] xadj, const idx_t[::1] adjncy,
-               const idx_t[::1] perm, const idx_t[::1] iperm,
-               const idx_t[::1] fcol, const idx_t[::1] col2cblk):
+               const idx_t[::1] fcol, const idx_t[::1] col2cblk,
+               const idx_t[::1] perm=None, const idx_t[::1] iperm=None):
     """Supernodal symbolic factorization: the rows below the diagonal block of each cblk.
+
+    perm and iperm None when the pattern is in pivot order already.
 
     The rows of cblk k are those of A's columns in k below k, together with the
     rows of its children cblks below k (a child's parent is the cblk holding its
@@ -257,6 +294,8 @@ def block_rows(idx_t n, const idx_t[::1] xadj, const idx_t[::1] adjncy,
     cdef idx_t* rows = <idx_t*>malloc(cap * sizeof(idx_t))
     cdef idx_t* grown
     cdef idx_t[::1] rows_view
+    cdef idx_t v
+    cdef bint direct = perm is None
     if rows == NULL:
         raise MemoryError("cannot allocate the symbolic row structure")
     try:
@@ -275,8 +314,9 @@ def block_rows(idx_t n, const idx_t[::1] xadj, const idx_t[::1] adjncy,
                             raise MemoryError("cannot grow the symbolic row structure")
                     rows = grown
                 for c in range(fcol[k], lcol + 1):
-                    for p in range(xadj[perm[c]], xadj[perm[c] + 1]):
-                        i = iperm[adjncy[p]]
+                    v = c if direct else perm[c]
+                    for p in range(xadj[v], xadj[v + 1]):
+                        i = adjncy[p] if direct else iperm[adjncy[p]]
                         if i > lcol and mark[i] != k:
                             mark[i] = k
                             rows[top] = i

@@ -615,3 +615,44 @@ def test_metis_runs_here_when_no_process_can_be_forked(monkeypatch):
 def test_ufactor_must_be_positive_integers(bad):
     with pytest.raises(pastixpy.OptionError, match="ufactor"):
         pastixpy.analyze(laplacian((20, 20, 20)), ordering=("metis", {"ufactor": bad}))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    n=st.integers(1, 45),
+    density=st.floats(0.0, 0.3),
+    seed=st.integers(0, 2**32 - 1),
+    ordering=st.sampled_from(["metis", "amd", "random"]),
+)
+def test_renumbered_pattern_gives_the_same_analysis(n, density, seed, ordering):
+    # Large graphs are read from a copy renumbered in pivot order, small ones through
+    # the permutation: both must give the exact fill and the same structure.
+    from pastixpy import symbolic
+
+    A = random_pattern(n, density, seed)
+    if ordering == "random":
+        ordering = np.random.default_rng(seed).permutation(n)
+    direct = pastixpy.analyze(A, ordering=ordering, reorder=True, split=(2, 3))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(symbolic, "PERMUTE_MIN_VERTICES", 0)
+        copied = pastixpy.analyze(A, ordering=ordering, reorder=True, split=(2, 3))
+    copied.check()
+    assert copied.stats["nnz_L"] == elimination_game_nnz_L(A, copied.perm)
+    for name in ("perm", "parent", "colcount", "sep_ptr", "sep_parent"):
+        assert np.array_equal(getattr(direct.tree, name), getattr(copied.tree, name)), name
+    for name in ("cblk_fcolnum", "cblk_bloknum", "blok_frownum", "blok_lrownum", "blok_fcblknm"):
+        assert np.array_equal(getattr(direct.symbol, name), getattr(copied.symbol, name)), name
+
+
+def test_permuted_graph_is_the_permuted_pattern():
+    from pastixpy import _symbolic
+    from pastixpy.permutation import inverse_permutation
+
+    A = random_pattern(60, 0.1, seed=3, symmetric=True)
+    xadj, adjncy = _adjacency(A)
+    perm = np.random.default_rng(4).permutation(60).astype(np.int64)
+    px, pa = _symbolic.permuted_graph(60, xadj, adjncy, perm, inverse_permutation(perm))
+    G = sp.csr_array((np.ones(adjncy.size), adjncy, xadj), shape=(60, 60))
+    reference = G[perm][:, perm].toarray() != 0
+    got = sp.csr_array((np.ones(pa.size), pa, px), shape=(60, 60)).toarray() != 0
+    assert np.array_equal(got, reference)
