@@ -53,7 +53,7 @@ from .matrix import symmetric_pattern, symmetry_of
 from .numeric import ONE_PROCESS, AssemblyMap, PanelLayout, SchurFactors, is_small
 from .options import parse_option
 from .ordering import METIS_UFACTORS, ORDERINGS
-from .preprocess import Preprocessing, check_structural_rank, equilibrate, preprocess
+from .preprocess import Preprocessing, check_structural_rank, preprocess
 from .runtime import OPENMP, blas_threads
 from .schur import check_schur, check_schur_options
 from .solve import Solver, pivot_order_gathers
@@ -204,7 +204,7 @@ def _small_path(C, checked, options, seconds):
     refinement cannot bring to the tolerance. Its solves are the supernodal factors'
     (:class:`~pastixpy.solve.Solver`: refinement, verdicts, transposes); what needs an
     analysis or supernodal factors (``F.analysis``, inertia, determinants, the selected
-    inverse, refactorization) makes them when first asked
+    inverse) makes them beside it when first asked
     (:meth:`pastixpy.Factorization._supernodal`)."""
     t0 = time.perf_counter()
     factors = simplicial.factor(C, options.ordering)
@@ -232,7 +232,7 @@ def _small_path(C, checked, options, seconds):
     )
     small = np.sqrt(np.finfo(C.dtype).eps)
     if factors.smallest_pivot(C) < small:  # maybe a bad scaling: measured as the pipeline does
-        if factors.smallest_pivot(C, equilibrate(C, symmetric=False)) < small:
+        if factors.smallest_pivot(C, solver.equilibration) < small:
             return None  # the pipeline's static pivoting, and its words on singular matrices
     if factors.growth(norm_a) > SMALL_PATH_GROWTH and not solve_policy.probe(solver):
         return None

@@ -30,6 +30,7 @@ from .errors import OutOfMemoryError, SingularMatrixError
 from .memory import headroom
 from .numeric import SchurFactors
 from .permutation import inverse_permutation
+from .preprocess import equilibrate
 from .refine import backward_error, refine
 from .runtime import blas_threads
 
@@ -207,6 +208,12 @@ class Solver:
             refine=(method, kw),
             gathers=pivot_order_gathers(self.prep, perm, iperm, double),
         )
+
+    @cached_property
+    def equilibration(self):
+        """``(D_r, D_c)``, the Ruiz equilibration of the matrix, made on first use and
+        kept: what :attr:`equilibrated_growth` measures with."""
+        return equilibrate(self.C, symmetric=False)
 
     def _real_part(self, a):
         return np.ascontiguousarray(a, dtype=self.dtype)

@@ -173,9 +173,13 @@ def check_growth(solver, x, b, trans):
         growth = np.where(cmax > 0, solver.norm_scaled * ymax / np.where(cmax > 0, cmax, 1), 0)
     limit = SINGULAR_GROWTH / np.finfo(solver.dtype).eps
     if (growth > limit).any() and solver.equilibrated_growth:
-        # Factors of A unscaled (the small path's LU): measured on A equilibrated.
-        op = solver.C if trans == "N" else solver.C.T
-        growth = equilibrated_growth(op.tocsc(), x, b)
+        # Factors of A unscaled (the small path's LU): measured on A equilibrated, its
+        # scaling made once per factorization; Aᵀ's is A's, rows and columns swapped.
+        dr, dc = solver.equilibration
+        if trans == "N":
+            growth = equilibrated_growth(solver.C, x, b, (dr, dc))
+        else:
+            growth = equilibrated_growth(solver.C.T.tocsc(), x, b, (dc, dr))
     if (growth > limit).any():
         raise SingularMatrixError(
             f"the matrix is numerically singular and b is not in its range: the solution "
@@ -188,13 +192,14 @@ def check_growth(solver, x, b, trans):
         )
 
 
-def equilibrated_growth(C, x, B):
+def equilibrated_growth(C, x, B, scaling=None):
     """‖D_r A D_c‖∞ ‖D_c⁻¹ x‖ / ‖D_r b‖ per column, D_r and D_c the pipeline's Ruiz
-    equilibration: the growth criterion of :func:`check_growth` measured on an
-    equilibrated system for factors made without scaling, so that bad scaling alone
-    does not count (bayer10's entries span 15 orders: its unscaled ‖A‖‖x‖/‖b‖ is 4.5e15,
-    its scaled one 8e5). Only asked once the unscaled growth is past the limit."""
-    dr, dc = equilibrate(C, symmetric=False)
+    equilibration (``scaling``, or computed): the growth criterion of
+    :func:`check_growth` measured on an equilibrated system for factors made without
+    scaling, so that bad scaling alone does not count (bayer10's entries span 15
+    orders: its unscaled ‖A‖‖x‖/‖b‖ is 4.5e15, its scaled one 8e5). Only asked once the
+    unscaled growth is past the limit."""
+    dr, dc = equilibrate(C, symmetric=False) if scaling is None else scaling
     norm = (dr * (abs(C) @ dc)).max()  # ‖D_r A D_c‖∞ without forming it
     with np.errstate(divide="ignore", invalid="ignore"):
         return norm * np.abs(x / dc[:, None]).max(axis=0) / np.abs(dr[:, None] * B).max(axis=0)
