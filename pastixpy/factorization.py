@@ -161,8 +161,8 @@ class Factorization:
 
         The small path (:func:`pastixpy.pipeline.run_factorization`) keeps a small
         unsymmetric matrix's simplicial LU, which solves (refined, transposed, checked) as
-        any factors do. What reads the supernodal structure (the analysis, the pivot
-        order, determinants, the selected inverse, drawing) calls this, which factors the
+        any factors do. What reads the supernodal structure (the analysis, determinants,
+        inertia, the selected inverse, drawing) calls this, which factors the
         matrix by the pipeline on first use and keeps that beside it: solves keep the
         simplicial factors, so that they give the same bits whatever was asked before,
         and the statistics stay theirs.
@@ -216,7 +216,7 @@ class Factorization:
         self._no_factors = "running"
         try:
             if self._state.analysis is None:  # the small path's: it factors anew
-                self._companion = None
+                self._state.solver, self._companion = None, None  # as the pipeline frees
                 self._state = pipeline.run_factorization(C, self._options)
             else:
                 self._state = pipeline.run_refactorization(self._state, C, self._options)

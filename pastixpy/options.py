@@ -215,12 +215,14 @@ class Options:
                     "factorization and cannot be used with comm=: each rank checks its own "
                     "share against what it may take (leave memory_limit out)"
                 )
+        matching = parse_option(matching, SWITCH_CHOICES, "matching")[0]
+        scaling = parse_option(scaling, SWITCH_CHOICES, "scaling")[0]
         return cls(
             kind=kind,
             ordering=ordering,
             refine=(method, kw),
-            matching=parse_option(matching, SWITCH_CHOICES, "matching")[0] != "off",
-            scaling=parse_option(scaling, SWITCH_CHOICES, "scaling")[0] != "off",
+            matching=matching != "off",
+            scaling=scaling != "off",
             pivot_tol=None if pivot_tol is None else float(pivot_tol),
             threads=None if threads is None else int(threads),
             progress=progress,

@@ -158,6 +158,30 @@ def test_pickles_and_refactorizes():
     assert backward_error(A, G.solve(b), b).max() < 1e-14  # the copy keeps its own factors
 
 
+def test_a_failed_refactorize_leaves_no_factors():
+    """As the pipeline's: the previous factors are not kept to answer for a matrix that
+    failed (solves raise until a refactorize succeeds)."""
+    A = unsymmetric(70, 11)
+    F = pastixpy.factorize(A)
+    Z = A.copy()
+    Z.data[:] = 0.0
+    with pytest.raises(SingularMatrixError):
+        F.refactorize(Z)
+    with pytest.raises(pastixpy.PastixError, match="holds no factors"):
+        F.solve(np.ones(70))
+    F.refactorize(A)
+    b = np.ones(70)
+    assert F.stats["path"] == "simplicial" and backward_error(A, F.solve(b), b).max() < 1e-14
+
+
+def test_matching_or_scaling_named_on_in_either_form_asks_for_the_pipeline():
+    A = unsymmetric(50, 12)
+    for options in ({"matching": ("on", {})}, {"scaling": ("on", {})}):
+        assert pastixpy.factorize(A, **options).stats["path"] == "supernodal", options
+    for options in ({"matching": ("auto", {})}, {"matching": "auto", "scaling": "auto"}):
+        assert pastixpy.factorize(A, **options).stats["path"] == "simplicial", options
+
+
 def test_badly_scaled_matrix_solves_without_a_false_singular_verdict():
     rng = np.random.default_rng(6)
     A = unsymmetric(150, 6) + 4 * sp.eye_array(150)
