@@ -622,3 +622,23 @@ def backward_errors(const idx_t[::1] Ap, const idx_t[::1] Ai, const scalar_t[::1
                 x[i] = X[i, c]
             berr[c] = residual(n, Ap_, Ai_, Ax_, norm_a, x, b, r, &g)
     return berr_a, norm_a
+
+
+def diagonal_nonzeros(const idx_t[::1] Ap, const idx_t[::1] Ai, const scalar_t[::1] Ax):
+    """The number of nonzero entries on the diagonal of a CSC matrix whose row indices
+    are sorted in each column (a canonical one): what decides whether pivots on the
+    diagonal are possible, counted without forming the diagonal."""
+    cdef idx_t n = Ap.shape[0] - 1, j, p, count = 0
+    cdef const idx_t* Ap_ = iptr(Ap)
+    cdef const idx_t* Ai_ = iptr(Ai)
+    cdef const scalar_t* Ax_ = vptr(Ax)
+    if n <= 0:
+        return 0
+    with nogil:
+        for j in range(n):
+            for p in range(Ap_[j], Ap_[j + 1]):
+                if Ai_[p] >= j:
+                    if Ai_[p] == j and magnitude(Ax_[p]) != 0.0:
+                        count += 1
+                    break
+    return count

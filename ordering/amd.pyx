@@ -542,7 +542,7 @@ cdef int _amd_core(i64 n, const i64* ap, const i64* ai, const i64* wts, double a
 
 
 def amd_order(indptr, indices, Py_ssize_t n, weights=None, double dense=10.0,
-              bint aggressive=True, bint with_flops=False):
+              bint aggressive=True, bint with_flops=False, bint check=True):
     """Approximate Minimum Degree ordering of a symmetric graph.
 
     Eliminates the quotient graph with approximate external degrees, element
@@ -573,6 +573,11 @@ def amd_order(indptr, indices, Py_ssize_t n, weights=None, double dense=10.0,
         Also return the flops of LU with diagonal pivots in this order (twice the sum
         of the squared column counts of L below the diagonal), counted from each
         pivot's exact external degree when it is eliminated, at no extra cost.
+    check : bool, default True
+        Check ``indptr`` and the range of ``indices`` first. False is for callers whose
+        graph is made by :func:`pastixpy._graph.symmetric_adjacency` (valid by
+        construction), where the checks would cost as much as ordering a tiny graph;
+        the kernel's own checks (sorted rows, a symmetric pattern) remain.
 
     Returns
     -------
@@ -600,13 +605,14 @@ def amd_order(indptr, indices, Py_ssize_t n, weights=None, double dense=10.0,
     perm_a = np.empty(n, dtype=np.int64)
     if n == 0:
         return (perm_a, 0.0) if with_flops else perm_a
-    if ip_a[0] != 0 or np.any(np.diff(ip_a) < 0) or ip_a[n] > ix_a.shape[0]:
-        raise ValueError("indptr must start at 0, be non-decreasing and fit in indices")
-    nnz = int(ip_a[n])
-    if nnz > 0:
-        used = ix_a[:nnz]
-        if used.min() < 0 or used.max() >= n:
-            raise ValueError("indices out of range [0, n)")
+    if check:
+        if ip_a[0] != 0 or np.any(np.diff(ip_a) < 0) or ip_a[n] > ix_a.shape[0]:
+            raise ValueError("indptr must start at 0, be non-decreasing and fit in indices")
+        nnz = int(ip_a[n])
+        if nnz > 0:
+            used = ix_a[:nnz]
+            if used.min() < 0 or used.max() >= n:
+                raise ValueError("indices out of range [0, n)")
     cdef cnp.ndarray wt_a = None
     if weights is not None:
         wt_a = np.ascontiguousarray(weights, dtype=np.int64).ravel()

@@ -18,7 +18,7 @@ import scipy.sparse.linalg as sla
 from . import distributed, simplicial
 from .errors import InvalidInputError, OptionError, PastixWarning, SingularMatrixError
 from .factorization import Factorization, check_rhs
-from .matrix import canonical_csc
+from .matrix import CSCView, canonical_csc, csc_view
 from .options import Options
 
 __all__ = [
@@ -272,7 +272,11 @@ def spsolve(A, b, permc_spec=None, use_umfpack=True, **options):
         if "ordering" in options:
             raise InvalidInputError("give permc_spec (scipy's) or ordering, not both")
         options["ordering"] = PERMC_ORDERINGS[permc_spec]
-    C = canonical_csc(A)
+    # A small matrix already canonical is read in place by the simplicial path; the
+    # pipeline, which keeps its matrix, gets the canonical copy.
+    C = csc_view(A) if sp.issparse(A) and A.shape[0] <= simplicial.MAX_N_UNSYMMETRIC else None
+    if C is None:
+        C = canonical_csc(A)
     b_sparse = sp.issparse(b)
     bb = b.toarray() if b_sparse else np.asarray(b)
     check_rhs(bb, C.shape[0])
@@ -286,11 +290,17 @@ def spsolve(A, b, permc_spec=None, use_umfpack=True, **options):
             "pastixpy.factorize(A, schur=...) for the Schur complement"
         )
     x = None
-    if simplicial.applies(C, parsed, analysis):
+    tried = simplicial.applies(C, parsed, analysis)
+    if tried:
         x = simplicial.solve_small(C, bb, parsed.ordering)
     try:
         if x is None:
-            x = Factorization.from_matrix(C, parsed, analysis, t0=t0).solve(bb)
+            # Where the simplicial path could not certify x, factorize's small path (the
+            # same LU) would not either: the pipeline proper, without a second try.
+            if isinstance(C, CSCView):
+                C = canonical_csc(A)
+            F = Factorization.from_matrix(C, parsed, analysis, t0=t0, small=not tried)
+            x = F.solve(bb)
     except SingularMatrixError as exc:
         warnings.warn(f"Matrix is exactly singular: {exc}", sla.MatrixRankWarning, stacklevel=2)
         dtype = np.promote_types(np.promote_types(C.dtype, bb.dtype), np.float64)

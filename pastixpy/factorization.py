@@ -63,11 +63,13 @@ class Factorization:
         self._no_factors = "failed"
 
     @classmethod
-    def from_matrix(cls, C, options, analysis=None, backend=ONE_PROCESS, t0=None):
+    def from_matrix(cls, C, options, analysis=None, backend=ONE_PROCESS, t0=None, small=True):
         """Run the pipeline (:func:`pastixpy.pipeline.run_factorization`) on canonical C
         with validated Options, its numeric phase ``backend``; ``t0``: when the user's
-        call began. The one way a Factorization is made."""
-        return cls(C, pipeline.run_factorization(C, options, analysis, backend, t0), options)
+        call began; ``small=False`` when the small path is known not to hold (spsolve
+        tried it). The one way a Factorization is made."""
+        state = pipeline.run_factorization(C, options, analysis, backend, t0, small)
+        return cls(C, state, options)
 
     def __getstate__(self):
         """Pickling and ``copy.deepcopy``: everything but the per-thread record of

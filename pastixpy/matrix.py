@@ -86,6 +86,7 @@ def canonical_csc(A, argname="A", copy=True):
         C.sum_duplicates()  # also sorts the row indices
         C.indptr = _as_index(C.indptr, argname)
         C.indices = _as_index(C.indices, argname)
+    _check_rows(C, argname)
     if not np.isfinite(C.data).all():
         bad = np.flatnonzero(~np.isfinite(C.data))[0]
         col = int(np.searchsorted(C.indptr, bad, side="right") - 1)
@@ -94,6 +95,88 @@ def canonical_csc(A, argname="A", copy=True):
             "fix the assembly of the matrix"
         )
     return C
+
+
+@dataclass(frozen=True)
+class CSCView:
+    """A canonical square CSC matrix's arrays, read in place: what :func:`csc_view` gives
+    for an input already in canonical form. It answers as much of a ``csc_array``'s
+    interface as a read-only kernel call needs (``shape``, ``dtype``, ``nnz``, the three
+    arrays); :meth:`tocsc` makes the scipy array where more is needed."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+
+    @property
+    def shape(self):
+        n = self.indptr.size - 1
+        return (n, n)
+
+    @property
+    def dtype(self):
+        return self.data.dtype
+
+    @property
+    def nnz(self):
+        return self.data.size
+
+    def tocsc(self):
+        """The scipy ``csc_array`` of these arrays (not copied)."""
+        C = sp.csc_array((self.data, self.indices, self.indptr), shape=self.shape, copy=False)
+        C.indptr, C.indices = self.indptr, self.indices  # scipy may narrow them to int32
+        return C
+
+
+#: The value dtypes :func:`csc_view` reads in place.
+VIEW_DTYPES = (np.dtype(np.float64), np.dtype(np.complex128))
+
+
+def csc_view(A):
+    """A's arrays as a :class:`CSCView` where A is already what :func:`canonical_csc`
+    would make (a square CSC matrix or array, canonical format, float64 or complex128,
+    finite, its indices in range), else None: the caller then calls
+    :func:`canonical_csc`, which copies, converts and names what is wrong.
+
+    Nothing is copied (int32 indices aside, widened to int64): for callers that only
+    read A and keep nothing of it once they return (spsolve's small path), where the
+    canonical copy would cost more than solving a tiny system.
+    """
+    if not sp.issparse(A) or A.format != "csc" or A.dtype not in VIEW_DTYPES:
+        return None
+    n = A.shape[0]
+    indptr, indices = A.indptr, A.indices
+    if (
+        A.shape[1] != n
+        or n == 0
+        or indptr.dtype not in (np.int32, np.int64)
+        or indices.dtype not in (np.int32, np.int64)
+        or indptr.shape != (n + 1,)
+    ):
+        return None
+    nnz = int(indptr[n])
+    if indptr[0] != 0 or nnz > min(indices.size, A.data.size) or (np.diff(indptr) < 0).any():
+        return None
+    indices, data = indices[:nnz], A.data[:nnz]
+    if nnz and (indices.min() < 0 or indices.max() >= n):
+        return None
+    if not A.has_canonical_format or not np.isfinite(data).all():
+        return None
+    return CSCView(indptr.astype(np.int64, copy=False), indices.astype(np.int64, copy=False), data)
+
+
+def _check_rows(C, argname):
+    """Refuse row indices outside [0, n): scipy checks them only on request, and an
+    array changed in place after its construction keeps what it was given."""
+    n = C.shape[0]
+    if C.nnz and (C.indices.min() < 0 or C.indices.max() >= n):
+        bad = np.flatnonzero((C.indices < 0) | (C.indices >= n))[0]
+        col = int(np.searchsorted(C.indptr, bad, side="right") - 1)
+        raise InvalidInputError(
+            f"{argname} has row index {int(C.indices[bad])} in column {col}, outside "
+            f"[0, {n}): the matrix's index arrays are corrupt (check them with "
+            f"{argname}.check_format(full_check=True))"
+        )
 
 
 def _check_dtype(dtype, argname):

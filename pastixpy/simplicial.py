@@ -28,13 +28,17 @@ criterion: a singular matrix and a b outside its range, whose tiny backward erro
 says nothing). A singular matrix with b in its range gets a solution, one of many,
 as from SuperLU.
 
-The path is spsolve's alone, with its default options (``ordering`` or scipy's
-``permc_spec`` aside) and a float64 or complex128 matrix: a factorization object
-(:func:`~pastixpy.factorize`, :func:`~pastixpy.factorized`) keeps the pipeline, for its
-statistics, inertia, determinant, refactorization and precisions. See
+The path is spsolve's with its default options (``ordering`` or scipy's
+``permc_spec`` aside) and a float64 or complex128 matrix, read in place where it is
+canonical already (:func:`pastixpy.matrix.csc_view`). :func:`~pastixpy.factorize` takes
+the same LU for a small unsymmetric matrix (:func:`pastixpy.pipeline._small_path`, with
+the pipeline's checks on its pivots); symmetric ones keep the pipeline, for their kinds
+(LLᵀ, LDLᵀ) and inertia. A symmetric matrix whose graph alone forecasts more flops than
+the budget (:func:`forecast_lower_bound`) goes to the pipeline before any ordering. See
 ``docs/analysis.md`` for the rule and the measurements behind its bounds.
 """
 
+import functools
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -104,8 +108,14 @@ def applies(C, options, analysis):
         and C.shape[0] <= MAX_N_UNSYMMETRIC
         and C.dtype in (np.float64, np.complex128)
         and (isinstance(options.ordering, str) and options.ordering in ORDERINGS)
-        and options == Options(ordering=options.ordering)
+        and options == _defaults(options.ordering)
     )
+
+
+@functools.cache
+def _defaults(ordering):
+    """The default Options but for ``ordering``, made once per ordering."""
+    return Options(ordering=ordering)
 
 
 @dataclass(frozen=True)
@@ -223,16 +233,33 @@ class SimplicialLU:
         return prow[iq]
 
 
+def forecast_lower_bound(edges, n):
+    """A lower bound on the flops AMD forecasts (LU with diagonal pivots, twice the sum
+    of L's squared column counts below the diagonal) for any ordering of a graph of n
+    vertices and this many edges: each edge puts one of its ends in the column of the
+    other, eliminated first, so the counts sum to at least ``edges``, and their squares
+    to at least ``edges² / n``. It decides without an ordering where the graph alone
+    is past the budget (a stiffness matrix of some thousands of unknowns)."""
+    return 2.0 * edges * edges / n if n else 0.0
+
+
 def factor(C, ordering="auto"):
     """:class:`SimplicialLU` of canonical C by the first strategy that holds within the
     budget (see the module), or None."""
     n = C.shape[0]
-    xadj, adjncy = symmetric_pattern(C)
-    diagonal = np.count_nonzero(C.diagonal())
+    diagonal = _simplicial.diagonal_nonzeros(C.indptr, C.indices, C.data)
     off = C.nnz - diagonal  # off-diagonal entries (exact unless zeros are stored)
+    by_forecast = ordering != "natural"  # the symmetric strategy decides by AMD's forecast
+
+    def past_budget(edges):
+        return n > MAX_N or (by_forecast and forecast_lower_bound(edges, n) > MAX_FLOPS)
+
+    if diagonal == n and past_budget(off / 2):
+        return None  # the symmetric strategy's verdict, known before the graph is made
+    xadj, adjncy = symmetric_pattern(C)
     matched = (2 * off - adjncy.size) / off if off else 1.0  # with a transposed partner
     symmetric = matched >= SYMMETRIC_PATTERN or diagonal == n
-    if symmetric and n > MAX_N:
+    if symmetric and past_budget(adjncy.size / 2):
         return None
     for strategy in ("symmetric", "unsymmetric") if symmetric else ("unsymmetric",):
         budget = MAX_FLOPS if strategy == "symmetric" else MAX_FLOPS_UNSYMMETRIC
@@ -243,7 +270,7 @@ def factor(C, ordering="auto"):
         if ordering == "natural":
             q = np.arange(n, dtype=np.int64)
         else:
-            q, forecast = amd_order(xadj, adjncy, n, with_flops=True)
+            q, forecast = amd_order(xadj, adjncy, n, with_flops=True, check=False)
             if strategy == "symmetric":
                 if forecast > MAX_FLOPS:
                     return None  # AᵀA's graph holds more fill still: the pipeline's
@@ -265,7 +292,7 @@ def solve_small(C, b, ordering="auto"):
 
     Parameters
     ----------
-    C : scipy.sparse.csc_array
+    C : scipy.sparse.csc_array or pastixpy.matrix.CSCView
         Canonical, float64 or complex128.
     b : ndarray, (n,) or (n, k), checked
     ordering : {"auto", "amd", "natural"}
@@ -292,7 +319,7 @@ def solve_small(C, b, ordering="auto"):
     if (berr > tol).any():
         return None
     limit = SINGULAR_GROWTH / np.finfo(C.dtype).eps
-    if (growth > limit).any() and (equilibrated_growth(C, x, B) > limit).any():
+    if (growth > limit).any() and (equilibrated_growth(C.tocsc(), x, B) > limit).any():
         return None  # a singular matrix and a b outside its range: the pipeline says so
     if split:
         k = x.shape[1] // 2

@@ -55,6 +55,22 @@ def test_index_dtypes_are_converted():
     assert pastixpy.analyze(B).stats["nnz_L"] == pastixpy.analyze(A).stats["nnz_L"]
 
 
+@pytest.mark.parametrize("bad", [1000, -1])
+@pytest.mark.parametrize("entry", ["spsolve", "factorize", "analyze"])
+def test_row_index_out_of_range_is_named(bad, entry):
+    # scipy checks index ranges only with check_format(full_check=True): an array
+    # changed in place reaches the solver as it is, and the kernels must not read it.
+    A = sp.csc_matrix(laplacian((5, 5)))
+    A.indices[3] = bad
+    call = {
+        "spsolve": lambda: pastixpy.spsolve(A, np.ones(25)),
+        "factorize": lambda: pastixpy.factorize(A),
+        "analyze": lambda: pastixpy.analyze(A),
+    }[entry]
+    with pytest.raises(pastixpy.InvalidInputError, match=rf"row index {bad} in column 1"):
+        call()
+
+
 def test_unknown_ordering():
     with pytest.raises(pastixpy.OptionError, match="unknown ordering 'scotch'"):
         pastixpy.analyze(laplacian((3, 3)), ordering="scotch")

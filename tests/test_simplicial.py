@@ -15,9 +15,10 @@ from test_numeric import backward_error
 
 import pastixpy
 from pastixpy import _simplicial, simplicial
+from pastixpy._amd import amd_order
 from pastixpy._graph import column_intersection_adjacency
 from pastixpy.gallery import laplacian, saddle_point
-from pastixpy.matrix import canonical_csc
+from pastixpy.matrix import CSCView, canonical_csc, csc_view, symmetric_pattern
 
 from conftest import load_shared, random_pattern, shared_params
 
@@ -407,3 +408,126 @@ def test_badly_scaled_shared_matrices_take_the_path(name):
     x = simplicial.solve_small(C, b)
     assert x is not None
     assert backward_error(C, x, b).max() <= 1e-12
+
+
+# ---------------------------------------------------------------------------- fixed costs
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(1, 80), density=st.floats(0.0, 0.4), seed=st.integers(0, 10**6))
+def test_forecast_lower_bound_is_below_amds_forecast(n, density, seed):
+    # The bound holds for any ordering; AMD's forecast is the measure the path decides by.
+    C = canonical_csc(random_pattern(n, density, seed))
+    xadj, adjncy = symmetric_pattern(C)
+    _, forecast = amd_order(xadj, adjncy, n, with_flops=True)
+    assert simplicial.forecast_lower_bound(adjncy.size / 2, n) <= forecast * (1 + 1e-12)
+
+
+def test_graph_past_the_budget_is_not_ordered(monkeypatch):
+    # A symmetric graph whose edges alone forecast more than the budget goes to the
+    # pipeline before AMD runs (bcsstk16: the bound is 8e6, AMD's forecast 3e8).
+    C = canonical_csc(laplacian((15, 15)))  # 2·420²/225 = 1568 flops at least
+
+    def no_ordering(*args, **kwargs):
+        raise AssertionError("ordered although the bound decides")
+
+    monkeypatch.setattr(simplicial, "amd_order", no_ordering)
+    monkeypatch.setattr(simplicial, "MAX_FLOPS", 1500.0)
+    assert simplicial.factor(C) is None
+    monkeypatch.setattr(simplicial, "MAX_FLOPS", 1e9)
+    with pytest.raises(AssertionError, match="ordered although"):
+        simplicial.factor(C)
+    assert simplicial.factor(C, "natural") is not None  # no forecast: no bound either
+
+
+def test_spsolve_tries_the_simplicial_lu_once(monkeypatch):
+    # Where spsolve's own try fails, factorize's small path (the same LU) is not tried
+    # again before the pipeline.
+    calls = []
+    real = simplicial.factor
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(simplicial, "factor", counted)
+    monkeypatch.setattr(simplicial, "MAX_FLOPS", 10.0)
+    monkeypatch.setattr(simplicial, "MAX_FLOPS_UNSYMMETRIC", 10.0)
+    A = unsymmetric(150, 0.03, 3)
+    b = np.ones(150)
+    x = pastixpy.spsolve(A, b)
+    assert len(calls) == 1
+    assert backward_error(A, x, b).max() < 1e-12
+
+
+@pytest.mark.parametrize("complex_", [False, True])
+@settings(max_examples=20, deadline=None)
+@given(n=st.integers(1, 60), density=st.floats(0.0, 0.3), seed=st.integers(0, 10**6))
+def test_diagonal_nonzeros_counts_the_diagonal(complex_, n, density, seed):
+    rng = np.random.default_rng(seed)
+    A = sp.random_array((n, n), density=density, rng=rng, format="csc")
+    if complex_:
+        A = A + 1j * sp.random_array((n, n), density=density, rng=rng, format="csc")
+    A = A + sp.diags_array(rng.integers(0, 2, n).astype(float))  # some diagonal zeros
+    C = canonical_csc(A)
+    C.data[rng.random(C.nnz) < 0.2] = 0  # explicit zeros, kept in the pattern
+    assert _simplicial.diagonal_nonzeros(C.indptr, C.indices, C.data) == np.count_nonzero(
+        C.diagonal()
+    )
+
+
+def test_csc_view_reads_canonical_inputs_in_place():
+    A = sp.csc_matrix(laplacian((6, 6)))
+    V = csc_view(A)
+    assert isinstance(V, CSCView) and V.shape == A.shape and V.nnz == A.nnz
+    assert V.data is A.data or np.shares_memory(V.data, A.data)
+    assert V.indptr.dtype == V.indices.dtype == np.int64
+    C = canonical_csc(A)
+    for got, want in zip((V.indptr, V.indices, V.data), (C.indptr, C.indices, C.data), strict=True):
+        assert np.array_equal(got, want)
+    T = V.tocsc()
+    assert T.indices.dtype == np.int64 and abs(T - C).max() == 0
+    assert csc_view(sp.csc_array(A) * 1j) is not None
+
+
+def unsorted(A):
+    A = sp.csc_matrix(A)
+    A.indices[:2] = A.indices[1::-1].copy()
+    A.data[:2] = A.data[1::-1].copy()
+    A.has_sorted_indices = False
+    return A
+
+
+def duplicated(A):
+    """A with its (0, n-1) entry's row repeated at the end of the last column."""
+    indptr = np.r_[A.indptr[:-1], A.nnz + 1]
+    return sp.csc_matrix((np.r_[A.data, 1.0], np.r_[A.indices, A.indices[-1]], indptr), A.shape)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda A: sp.csr_matrix(A),
+        lambda A: sp.csc_matrix(A).astype(np.float32),
+        lambda A: sp.csc_matrix(A)[:, :-1],
+        unsorted,
+        lambda A: duplicated(A),
+    ],
+    ids=["csr", "float32", "not-square", "unsorted", "duplicate"],
+)
+def test_csc_view_leaves_other_inputs_to_canonical_csc(make):
+    A = canonical_csc(laplacian((6, 6)))
+    assert csc_view(make(A)) is None
+
+
+def test_spsolve_reading_in_place_gives_the_same_bits_and_leaves_a_alone(monkeypatch):
+    seen = spy_on_path(monkeypatch)
+    A = sp.csc_matrix(unsymmetric(120, 0.04, 11))
+    before = (A.data.copy(), A.indices.copy(), A.indptr.copy())
+    b = np.arange(120.0)
+    x_view = pastixpy.spsolve(A, b)
+    x_copy = pastixpy.spsolve(sp.coo_matrix(A), b)  # through canonical_csc's copy
+    assert seen == [True, True]
+    assert np.array_equal(x_view, x_copy)
+    after = (A.data, A.indices, A.indptr)
+    assert all(np.array_equal(a, c) for a, c in zip(after, before, strict=True))
