@@ -162,14 +162,16 @@ def check_growth(solver, x, b, trans):
     Measured on the factored system B y = c, B the scaled matrix (``norm_scaled`` its
     ‖·‖∞), so that bad scaling alone does not count."""
     prep = solver.prep
-    perm = np.arange(solver.n) if prep.row_perm is None else prep.row_perm
     with np.errstate(all="ignore"):
-        if trans == "N":  # B (x / dc) = dr * b[row_perm]
-            y, c = x / prep.dc[:, None], b[perm] * prep.dr[:, None]
-        else:  # Bᵀ (x[row_perm] / dr) = dc * b
-            y, c = x[perm] / prep.dr[:, None], b * prep.dc[:, None]
-        ymax = np.abs(y).max(axis=0)
-        cmax = np.abs(c).max(axis=0)
+        if solver.equilibrated_growth:  # factors of A itself: B = A, y = x, c = b
+            ymax, cmax = np.abs(x).max(axis=0), np.abs(b).max(axis=0)
+        else:
+            perm = np.arange(solver.n) if prep.row_perm is None else prep.row_perm
+            if trans == "N":  # B (x / dc) = dr * b[row_perm]
+                y, c = x / prep.dc[:, None], b[perm] * prep.dr[:, None]
+            else:  # Bᵀ (x[row_perm] / dr) = dc * b
+                y, c = x[perm] / prep.dr[:, None], b * prep.dc[:, None]
+            ymax, cmax = np.abs(y).max(axis=0), np.abs(c).max(axis=0)
         growth = np.where(cmax > 0, solver.norm_scaled * ymax / np.where(cmax > 0, cmax, 1), 0)
     limit = SINGULAR_GROWTH / np.finfo(solver.dtype).eps
     if (growth > limit).any() and solver.equilibrated_growth:
