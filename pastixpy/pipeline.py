@@ -179,6 +179,11 @@ def run_factorization(C, options, analysis=None, backend=ONE_PROCESS, t0=None, s
 #: (:func:`~pastixpy.solve_policy.probe`), as perturbed pivots' must in the pipeline.
 SMALL_PATH_GROWTH = 2.0**26
 
+#: The kinds the small path factors: LU (:func:`pastixpy.simplicial.factor`), and the
+#: symmetric ones by LDLᵀ (LDLᴴ) without pivoting
+#: (:func:`pastixpy.simplicial.factor_symmetric`): LLᵀ where every D_k is positive.
+SMALL_PATH_KINDS = ("lu", "llt", "ldlt", "ldlh")
+
 
 def _small_path_applies(C, checked, options):
     """Whether a factorization may take the small path (:func:`_small_path`): LU is the
@@ -188,7 +193,7 @@ def _small_path_applies(C, checked, options):
     scaling given as ``"on"`` or ``"off"``, a pivot threshold, another precision,
     compression, a Schur complement, a memory budget, a condition estimate, progress
     reports)."""
-    if checked.kind.name != "lu" or not checked.exact or options.schur is not None:
+    if checked.kind.name not in SMALL_PATH_KINDS or not checked.exact or options.schur is not None:
         return False
     if options.preprocess_asked:
         return False
@@ -207,7 +212,17 @@ def _small_path(C, checked, options, seconds):
     inverse) makes them beside it when first asked
     (:meth:`pastixpy.Factorization._supernodal`)."""
     t0 = time.perf_counter()
-    factors = simplicial.factor(C, options.ordering)
+    kind, retries = checked.kind, []
+    if kind.name == "lu":
+        factors = simplicial.factor(C, options.ordering)
+    else:
+        hermitian = kind.hermitian and np.iscomplexobj(C.data)
+        factors = simplicial.factor_symmetric(C, hermitian, options.ordering)
+        if factors is not None and kind.definite and not factors.positive_definite():
+            if not options.auto_kind:
+                return None  # LLᵀ asked for: the pipeline says which pivot is not positive
+            kind = indefinite_kind(C)  # as the pipeline's retry loop falls back
+            retries = [f"not positive definite: {kind.name}"]
     t1 = time.perf_counter()
     seconds["factorize"] = t1 - t0
     if factors is None:
@@ -217,7 +232,7 @@ def _small_path(C, checked, options, seconds):
     prep = Preprocessing(row_perm=factors.row_order(), dr=ones, dc=ones, exact=True)
     norm_a = _norm_inf(C)
     solver = Solver(
-        kind=checked.kind,
+        kind=kind,
         C=C,
         prep=prep,
         factors=factors,
@@ -237,7 +252,9 @@ def _small_path(C, checked, options, seconds):
     if factors.growth(norm_a) > SMALL_PATH_GROWTH and not solve_policy.probe(solver):
         return None
     seconds["verify"] = time.perf_counter() - t1
-    nnz_l = factors.arrays[1].size + n  # L's diagonal included, as the analysis counts
+    nnz_l = (
+        factors.arrays[1].size if kind.name == "lu" else factors.Li.size
+    ) + n  # with L's diagonal
     stats = {
         "version": __version__,
         "path": "simplicial",
@@ -248,7 +265,7 @@ def _small_path(C, checked, options, seconds):
         "flops": float(factors.flops),
         "ordering": "natural" if options.ordering == "natural" else "amd",
         "strategy": factors.strategy,
-        "kind": "lu",
+        "kind": kind.name,
         "precision": _precision_name(C.dtype, C.dtype, options.precision),
         "factor_dtype": str(C.dtype),
         "factor_entries": factors.entries,
@@ -269,11 +286,11 @@ def _small_path(C, checked, options, seconds):
         "seconds": dict(seconds),
         "compression": None,
         "memory_budget": None,
-        "retries": [],
+        "retries": retries,
         "precision_fallback": None,
     }
-    plan = Plan(checked.kind, exact=True, factor_dtype=C.dtype)
-    return State(checked.kind, None, None, None, prep, plan, solver, ONE_PROCESS, stats)
+    plan = Plan(kind, exact=True, factor_dtype=C.dtype)
+    return State(kind, None, None, None, prep, plan, solver, ONE_PROCESS, stats)
 
 
 def run_refactorization(state, C, options):
