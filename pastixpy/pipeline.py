@@ -113,7 +113,9 @@ class Checked:
     symmetry: object
 
 
-def run_factorization(C, options, analysis=None, backend=ONE_PROCESS, t0=None, small=True):
+def run_factorization(
+    C, options, analysis=None, backend=ONE_PROCESS, t0=None, small=True, checked=None
+):
     """Run the pipeline on canonical C with :class:`~pastixpy.options.Options`.
 
     Parameters
@@ -129,13 +131,16 @@ def run_factorization(C, options, analysis=None, backend=ONE_PROCESS, t0=None, s
     small : bool
         Whether a small unsymmetric matrix may take the small path
         (:func:`_small_path`); False makes supernodal factors whatever the size.
+    checked : Checked, optional
+        The check phase's verdict, made already (:func:`recheck`: a refactorization of
+        the small path's factors keeps their kind).
 
     Returns
     -------
     State
     """
     t0 = time.perf_counter() if t0 is None else t0
-    checked = check(C, options)
+    checked = check(C, options) if checked is None else checked
     if analysis is not None:
         _check_schur_analysis(analysis, options)
     seconds = {"check": time.perf_counter() - t0, "preprocess": 0.0, "analysis": 0.0}
@@ -291,6 +296,15 @@ def _small_path(C, checked, options, seconds):
     }
     plan = Plan(kind, exact=True, factor_dtype=C.dtype)
     return State(kind, None, None, None, prep, plan, solver, ONE_PROCESS, stats)
+
+
+def recheck(state, C):
+    """The check phase's verdict for refactorizing the small path's ``state`` with C:
+    its kind kept, as :func:`run_refactorization` keeps it (an LLᵀ may still fall back
+    to LDLᵀ under ``kind="auto"``), checked against C with the same warning."""
+    symmetry = symmetry_of(C)
+    exact = check_kind(state.kind, C, symmetry, "refactorize", stacklevel=4)
+    return Checked(state.kind, state.stats["kind_reason"], exact, symmetry)
 
 
 def run_refactorization(state, C, options):
