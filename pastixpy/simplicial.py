@@ -32,8 +32,9 @@ The path is spsolve's with its default options (``ordering`` or scipy's
 ``permc_spec`` aside) and a float64 or complex128 matrix, read in place where it is
 canonical already (:func:`pastixpy.matrix.csc_view`). :func:`~pastixpy.factorize` takes
 the same LU for a small unsymmetric matrix (:func:`pastixpy.pipeline._small_path`, with
-the pipeline's checks on its pivots); symmetric ones keep the pipeline, for their kinds
-(LLᵀ, LDLᵀ) and inertia. A symmetric matrix whose graph alone forecasts more flops than
+the pipeline's checks on its pivots), and for a symmetric or Hermitian one an LDLᵀ
+(LDLᴴ) without pivoting (:func:`factor_symmetric`, :mod:`pastixpy._simplicial_ldl`),
+its D deciding whether the kind is LLᵀ. A symmetric matrix whose graph alone forecasts more flops than
 the budget (:func:`forecast_lower_bound`) goes to the pipeline before any ordering. See
 ``docs/analysis.md`` for the rule and the measurements behind its bounds.
 """
