@@ -129,7 +129,7 @@ def run_factorization(
     t0 : float, optional
         ``time.perf_counter()`` when the user's call began (its checks count).
     small : bool
-        Whether a small unsymmetric matrix may take the small path
+        Whether a small matrix may take the small path
         (:func:`_small_path`); False makes supernodal factors whatever the size.
     checked : Checked, optional
         The check phase's verdict, made already (:func:`recheck`: a refactorization of
@@ -191,8 +191,9 @@ SMALL_PATH_KINDS = ("lu", "llt", "ldlt", "ldlh")
 
 
 def _small_path_applies(C, checked, options):
-    """Whether a factorization may take the small path (:func:`_small_path`): LU is the
-    kind (asked for, or what ``"auto"`` chose for an unsymmetric matrix), spsolve's
+    """Whether a factorization may take the small path (:func:`_small_path`): the kind
+    (asked for, or chosen by ``"auto"``) is one of :data:`SMALL_PATH_KINDS` and fits C
+    exactly, spsolve's
     simplicial path would take C (:func:`pastixpy.simplicial.applies`: small, double
     precision), and nothing is asked that only the supernodal factors give (matching or
     scaling given as ``"on"`` or ``"off"``, a pivot threshold, another precision,
@@ -207,8 +208,10 @@ def _small_path_applies(C, checked, options):
 
 
 def _small_path(C, checked, options, seconds):
-    """The State of a small unsymmetric matrix factored by spsolve's simplicial LU (one
-    kernel call: :mod:`pastixpy.simplicial`) instead of the supernodal pipeline, or None
+    """The State of a small matrix factored by spsolve's simplicial LU, or for a symmetric
+    kind by the simplicial LDLᵀ (LDLᴴ) without pivoting, whose D decides whether LLᵀ
+    holds (one kernel call each: :mod:`pastixpy.simplicial`) instead of the supernodal
+    pipeline, or None
     where that LU does not hold: its flop budget spent (the BLAS pays there), a zero
     pivot (the pipeline says which column), or a check solve with a known answer that
     refinement cannot bring to the tolerance. Its solves are the supernodal factors'
