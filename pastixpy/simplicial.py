@@ -34,9 +34,9 @@ canonical already (:func:`pastixpy.matrix.csc_view`). :func:`~pastixpy.factorize
 the same LU for a small unsymmetric matrix (:func:`pastixpy.pipeline._small_path`, with
 the pipeline's checks on its pivots), and for a symmetric or Hermitian one an LDLᵀ
 (LDLᴴ) without pivoting (:func:`factor_symmetric`, :mod:`pastixpy._simplicial_ldl`),
-its D deciding whether the kind is LLᵀ. A symmetric matrix whose graph alone forecasts more flops than
-the budget (:func:`forecast_lower_bound`) goes to the pipeline before any ordering. See
-``docs/analysis.md`` for the rule and the measurements behind its bounds.
+its D deciding whether the kind is LLᵀ. A symmetric matrix whose graph alone forecasts
+more flops than the budget (:func:`forecast_lower_bound`) goes to the pipeline before
+any ordering. See ``docs/analysis.md`` for the rule and the measurements behind its bounds.
 """
 
 import functools
