@@ -140,3 +140,18 @@ def test_a_tiny_pivot_is_left_to_the_pipeline():
     F = pastixpy.factorize(A, ordering="natural")
     b = np.ones(3)
     assert backward_error(A, F.solve(b), b).max() <= 1e-12
+
+
+def test_indefinite_with_a_positive_diagonal_falls_back_as_the_pipeline():
+    # "auto" tries LLᵀ (the diagonal is positive); D says no: LDLᵀ, with the pipeline's retry
+    block = sp.csc_array(np.array([[1.0, 2.0], [2.0, 1.0]]))
+    A = sp.kron(sp.eye_array(20), block) + 0.01 * (sp.eye_array(40, k=2) + sp.eye_array(40, k=-2))
+    A = canonical_csc(sp.csc_array(A))
+    F = pastixpy.factorize(A)
+    G = pastixpy.factorize(A, matching="on")
+    assert (F.stats["path"], G.stats["path"]) == ("simplicial", "supernodal")
+    for key in ("kind", "kind_reason", "retries"):
+        assert F.stats[key] == G.stats[key], key
+    assert F.kind == "ldlt" and F.stats["retries"] == ["not positive definite: ldlt"]
+    assert F.inertia() == (20, 20, 0)
+    assert np.isclose(F.slogdet()[1], np.linalg.slogdet(A.toarray())[1], rtol=1e-12)
