@@ -39,6 +39,7 @@ SOURCES = {
     "pastixpy._symbolic": "csrc/symbolic.pyx",
     "pastixpy._numeric": "csrc/numeric.pyx",
     "pastixpy._simplicial": "csrc/simplicial.pyx",
+    "pastixpy._simplicial_ldl": "csrc/simplicial_ldl.pyx",
     "pastixpy._selinv": "csrc/selinv.pyx",
     "pastixpy._graph": "ordering/graph.pyx",
     "pastixpy._amd": "ordering/amd.pyx",

@@ -219,7 +219,8 @@ class Factorization:
         try:
             if self._state.analysis is None:  # the small path's: it factors anew
                 self._state.solver, self._companion = None, None  # as the pipeline frees
-                self._state = pipeline.run_factorization(C, self._options)
+                checked = pipeline.recheck(self._state, C)  # the kind kept
+                self._state = pipeline.run_factorization(C, self._options, checked=checked)
             else:
                 self._state = pipeline.run_refactorization(self._state, C, self._options)
         except BaseException:

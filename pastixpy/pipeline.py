@@ -113,7 +113,9 @@ class Checked:
     symmetry: object
 
 
-def run_factorization(C, options, analysis=None, backend=ONE_PROCESS, t0=None, small=True):
+def run_factorization(
+    C, options, analysis=None, backend=ONE_PROCESS, t0=None, small=True, checked=None
+):
     """Run the pipeline on canonical C with :class:`~pastixpy.options.Options`.
 
     Parameters
@@ -127,15 +129,18 @@ def run_factorization(C, options, analysis=None, backend=ONE_PROCESS, t0=None, s
     t0 : float, optional
         ``time.perf_counter()`` when the user's call began (its checks count).
     small : bool
-        Whether a small unsymmetric matrix may take the small path
+        Whether a small matrix may take the small path
         (:func:`_small_path`); False makes supernodal factors whatever the size.
+    checked : Checked, optional
+        The check phase's verdict, made already (:func:`recheck`: a refactorization of
+        the small path's factors keeps their kind).
 
     Returns
     -------
     State
     """
     t0 = time.perf_counter() if t0 is None else t0
-    checked = check(C, options)
+    checked = check(C, options) if checked is None else checked
     if analysis is not None:
         _check_schur_analysis(analysis, options)
     seconds = {"check": time.perf_counter() - t0, "preprocess": 0.0, "analysis": 0.0}
@@ -179,16 +184,22 @@ def run_factorization(C, options, analysis=None, backend=ONE_PROCESS, t0=None, s
 #: (:func:`~pastixpy.solve_policy.probe`), as perturbed pivots' must in the pipeline.
 SMALL_PATH_GROWTH = 2.0**26
 
+#: The kinds the small path factors: LU (:func:`pastixpy.simplicial.factor`), and the
+#: symmetric ones by LDLᵀ (LDLᴴ) without pivoting
+#: (:func:`pastixpy.simplicial.factor_symmetric`): LLᵀ where every D_k is positive.
+SMALL_PATH_KINDS = ("lu", "llt", "ldlt", "ldlh")
+
 
 def _small_path_applies(C, checked, options):
-    """Whether a factorization may take the small path (:func:`_small_path`): LU is the
-    kind (asked for, or what ``"auto"`` chose for an unsymmetric matrix), spsolve's
+    """Whether a factorization may take the small path (:func:`_small_path`): the kind
+    (asked for, or chosen by ``"auto"``) is one of :data:`SMALL_PATH_KINDS` and fits C
+    exactly, spsolve's
     simplicial path would take C (:func:`pastixpy.simplicial.applies`: small, double
     precision), and nothing is asked that only the supernodal factors give (matching or
     scaling given as ``"on"`` or ``"off"``, a pivot threshold, another precision,
     compression, a Schur complement, a memory budget, a condition estimate, progress
     reports)."""
-    if checked.kind.name != "lu" or not checked.exact or options.schur is not None:
+    if checked.kind.name not in SMALL_PATH_KINDS or not checked.exact or options.schur is not None:
         return False
     if options.preprocess_asked:
         return False
@@ -197,8 +208,10 @@ def _small_path_applies(C, checked, options):
 
 
 def _small_path(C, checked, options, seconds):
-    """The State of a small unsymmetric matrix factored by spsolve's simplicial LU (one
-    kernel call: :mod:`pastixpy.simplicial`) instead of the supernodal pipeline, or None
+    """The State of a small matrix factored by spsolve's simplicial LU, or for a symmetric
+    kind by the simplicial LDLᵀ (LDLᴴ) without pivoting, whose D decides whether LLᵀ
+    holds (one kernel call each: :mod:`pastixpy.simplicial`) instead of the supernodal
+    pipeline, or None
     where that LU does not hold: its flop budget spent (the BLAS pays there), a zero
     pivot (the pipeline says which column), or a check solve with a known answer that
     refinement cannot bring to the tolerance. Its solves are the supernodal factors'
@@ -207,7 +220,17 @@ def _small_path(C, checked, options, seconds):
     inverse) makes them beside it when first asked
     (:meth:`pastixpy.Factorization._supernodal`)."""
     t0 = time.perf_counter()
-    factors = simplicial.factor(C, options.ordering)
+    kind, retries = checked.kind, []
+    if kind.name == "lu":
+        factors = simplicial.factor(C, options.ordering)
+    else:
+        hermitian = kind.hermitian and np.iscomplexobj(C.data)
+        factors = simplicial.factor_symmetric(C, hermitian, options.ordering)
+        if factors is not None and kind.definite and not factors.positive_definite():
+            if not options.auto_kind:
+                return None  # LLᵀ asked for: the pipeline says which pivot is not positive
+            kind = indefinite_kind(C)  # as the pipeline's retry loop falls back
+            retries = [f"not positive definite: {kind.name}"]
     t1 = time.perf_counter()
     seconds["factorize"] = t1 - t0
     if factors is None:
@@ -217,7 +240,7 @@ def _small_path(C, checked, options, seconds):
     prep = Preprocessing(row_perm=factors.row_order(), dr=ones, dc=ones, exact=True)
     norm_a = _norm_inf(C)
     solver = Solver(
-        kind=checked.kind,
+        kind=kind,
         C=C,
         prep=prep,
         factors=factors,
@@ -237,7 +260,9 @@ def _small_path(C, checked, options, seconds):
     if factors.growth(norm_a) > SMALL_PATH_GROWTH and not solve_policy.probe(solver):
         return None
     seconds["verify"] = time.perf_counter() - t1
-    nnz_l = factors.arrays[1].size + n  # L's diagonal included, as the analysis counts
+    nnz_l = (
+        factors.arrays[1].size if kind.name == "lu" else factors.Li.size
+    ) + n  # with L's diagonal
     stats = {
         "version": __version__,
         "path": "simplicial",
@@ -248,7 +273,7 @@ def _small_path(C, checked, options, seconds):
         "flops": float(factors.flops),
         "ordering": "natural" if options.ordering == "natural" else "amd",
         "strategy": factors.strategy,
-        "kind": "lu",
+        "kind": kind.name,
         "precision": _precision_name(C.dtype, C.dtype, options.precision),
         "factor_dtype": str(C.dtype),
         "factor_entries": factors.entries,
@@ -269,11 +294,20 @@ def _small_path(C, checked, options, seconds):
         "seconds": dict(seconds),
         "compression": None,
         "memory_budget": None,
-        "retries": [],
+        "retries": retries,
         "precision_fallback": None,
     }
-    plan = Plan(checked.kind, exact=True, factor_dtype=C.dtype)
-    return State(checked.kind, None, None, None, prep, plan, solver, ONE_PROCESS, stats)
+    plan = Plan(kind, exact=True, factor_dtype=C.dtype)
+    return State(kind, None, None, None, prep, plan, solver, ONE_PROCESS, stats)
+
+
+def recheck(state, C):
+    """The check phase's verdict for refactorizing the small path's ``state`` with C:
+    its kind kept, as :func:`run_refactorization` keeps it (an LLᵀ may still fall back
+    to LDLᵀ under ``kind="auto"``), checked against C with the same warning."""
+    symmetry = symmetry_of(C)
+    exact = check_kind(state.kind, C, symmetry, "refactorize", stacklevel=4)
+    return Checked(state.kind, state.stats["kind_reason"], exact, symmetry)
 
 
 def run_refactorization(state, C, options):

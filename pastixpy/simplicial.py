@@ -32,10 +32,11 @@ The path is spsolve's with its default options (``ordering`` or scipy's
 ``permc_spec`` aside) and a float64 or complex128 matrix, read in place where it is
 canonical already (:func:`pastixpy.matrix.csc_view`). :func:`~pastixpy.factorize` takes
 the same LU for a small unsymmetric matrix (:func:`pastixpy.pipeline._small_path`, with
-the pipeline's checks on its pivots); symmetric ones keep the pipeline, for their kinds
-(LLᵀ, LDLᵀ) and inertia. A symmetric matrix whose graph alone forecasts more flops than
-the budget (:func:`forecast_lower_bound`) goes to the pipeline before any ordering. See
-``docs/analysis.md`` for the rule and the measurements behind its bounds.
+the pipeline's checks on its pivots), and for a symmetric or Hermitian one an LDLᵀ
+(LDLᴴ) without pivoting (:func:`factor_symmetric`, :mod:`pastixpy._simplicial_ldl`),
+its D deciding whether the kind is LLᵀ. A symmetric matrix whose graph alone forecasts
+more flops than the budget (:func:`forecast_lower_bound`) goes to the pipeline before
+any ordering. See ``docs/analysis.md`` for the rule and the measurements behind its bounds.
 """
 
 import functools
@@ -46,7 +47,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as sla
 
-from . import _simplicial
+from . import _simplicial, _simplicial_ldl
 from ._amd import amd_order
 from ._graph import column_intersection_adjacency
 from .matrix import symmetric_pattern
@@ -325,3 +326,117 @@ def solve_small(C, b, ordering="auto"):
         k = x.shape[1] // 2
         x = x[:, :k] + 1j * x[:, k:]
     return x.astype(np.promote_types(C.dtype, b.dtype), copy=False).reshape(b.shape)
+
+
+@dataclass(frozen=True)
+class SimplicialLDL:
+    """B = A[p][:, p] = L D Lᵀ (``hermitian``: L D Lᴴ) from :func:`factor_symmetric`,
+    without pivoting (:mod:`pastixpy._simplicial_ldl`): L's CSC arrays (unit diagonal
+    not stored), D, the ordering p and the flops. Its interface is
+    :class:`SimplicialLU`'s, the one a :class:`~pastixpy.solve.Solver` reads."""
+
+    Lp: np.ndarray
+    Li: np.ndarray
+    Lx: np.ndarray
+    D: np.ndarray
+    p: np.ndarray
+    hermitian: bool
+    flops: float
+    strategy: str = "ldlt"
+
+    @property
+    def dtype(self):
+        return self.Lx.dtype
+
+    @property
+    def entries(self):
+        """Stored entries: L's below the diagonal and D."""
+        return int(self.Li.size + self.D.size)
+
+    @property
+    def nbytes(self):
+        """Bytes of the factors' arrays (indices included)."""
+        return int(sum(a.nbytes for a in (self.Lp, self.Li, self.Lx, self.D, self.p)))
+
+    def growth(self, norm_a):
+        """The largest magnitude in D and in L D's columns over ``norm_a`` (‖A‖∞): the
+        counterpart of U's entries in LU (U = D Lᵀ), which bound the backward error."""
+        col = np.repeat(np.arange(self.D.size), np.diff(self.Lp))
+        top = max(np.abs(self.Lx * self.D[col]).max(initial=0.0), np.abs(self.D).max(initial=0.0))
+        return float(top) / norm_a if norm_a else np.inf
+
+    def smallest_pivot(self, C, scaling=None):
+        """The smallest |D_k| relative to the largest entry of its column in C; with
+        ``scaling`` (D_r, D_c), that of D_r C D_c (D scaled likewise) relative to that
+        matrix's largest entry, as :meth:`SimplicialLU.smallest_pivot`."""
+        d = np.abs(self.D)
+        if scaling is None:
+            colmax = np.maximum.reduceat(np.abs(C.data), C.indptr[:-1])[self.p]
+            return float((d / colmax).min(initial=np.inf))
+        dr, dc = scaling
+        col = np.repeat(np.arange(C.shape[0]), np.diff(C.indptr))
+        top = (np.abs(C.data) * dr[C.indices] * dc[col]).max()
+        return float((d * dr[self.p] * dc[self.p]).min(initial=np.inf) / top)
+
+    def positive_definite(self):
+        """Whether every D_k is positive (its real part, for LDLᴴ; a complex symmetric
+        matrix never is): Sylvester's law, the matrix is positive definite."""
+        if self.D.dtype.kind == "c" and not self.hermitian:
+            return False
+        return bool((self.D.real > 0).all())
+
+    def solve_inplace(self, X, op="N"):
+        """X ← (L D Lᵀ)⁻¹ X (Lᴴ for LDLᴴ), X (n, k) in pivot order: the matrix is its own
+        transpose (the Solver conjugates for the Hermitian kinds), so ``op`` is ``"N"``."""
+        if op != "N":
+            raise ValueError(f"SimplicialLDL solves op 'N' only, not {op!r}")
+        _simplicial_ldl.ldl_solve(self.Lp, self.Li, self.Lx, self.D, X, self.hermitian)
+
+    def gathers(self):
+        """The rows a solve gathers by (:func:`pastixpy.solve.pivot_order_gathers`'s
+        format): the symmetric permutation p both ways, no scaling."""
+        pinv = np.empty_like(self.p)
+        pinv[self.p] = np.arange(self.p.size, dtype=self.p.dtype)
+        g = (self.p, self.p, pinv, None, None)
+        return {"N": g, "T": g}
+
+    def row_order(self):
+        """No row permutation: the ``row_perm`` of the Preprocessing is the identity."""
+        return np.arange(self.p.size, dtype=np.int64)
+
+
+def factor_symmetric(C, hermitian, ordering="auto"):
+    """:class:`SimplicialLDL` of canonical C (both triangles of a symmetric or Hermitian
+    matrix stored), ordered by our AMD on its pattern, or None: past the flop budget
+    (:data:`MAX_FLOPS`, decided from the graph or the ordering's forecast, exact for
+    LDLᵀ without pivoting), or a zero or non-finite D entry."""
+    n = C.shape[0]
+    if n > MAX_N:
+        return None
+    xadj, adjncy = symmetric_pattern(C)
+    by_forecast = ordering != "natural"
+    if by_forecast and forecast_lower_bound(adjncy.size / 2, n) > MAX_FLOPS:
+        return None
+    if ordering == "natural":
+        p = np.arange(n, dtype=np.int64)
+        forecast = None
+    else:
+        p, forecast = amd_order(xadj, adjncy, n, with_flops=True, check=False)
+        if forecast > MAX_FLOPS:
+            return None
+    p = np.ascontiguousarray(p, dtype=np.int64)
+    pinv = np.empty_like(p)
+    pinv[p] = np.arange(n, dtype=np.int64)
+    Cp = np.asarray(C.indptr, dtype=np.int64)
+    Ci = np.asarray(C.indices, dtype=np.int64)
+    parent, Lp = _simplicial_ldl.ldl_symbolic(Cp, Ci, p, pinv)
+    counts = np.diff(Lp).astype(np.float64)
+    flops = float(2.0 * (counts * counts).sum())  # the forecast's measure
+    if flops > MAX_FLOPS:
+        return None
+    status, _, Li, Lx, D = _simplicial_ldl.ldl_numeric(
+        Cp, Ci, C.data, p, pinv, parent, Lp, hermitian
+    )
+    if status != _simplicial_ldl.OK:
+        return None
+    return SimplicialLDL(Lp, Li, Lx, D, p, bool(hermitian), flops)

@@ -52,6 +52,7 @@ LAYERS = [
             "_amd",
             "_matching",
             "_simplicial",
+            "_simplicial_ldl",
             "_selinv",
         ],
     ),
@@ -61,7 +62,16 @@ LAYERS = [
 FACADES = {"pastixpy"}
 
 #: The compiled modules (setup.py's extensions), kernels at the bottom.
-COMPILED = ("_numeric", "_symbolic", "_graph", "_amd", "_matching", "_simplicial", "_selinv")
+COMPILED = (
+    "_numeric",
+    "_symbolic",
+    "_graph",
+    "_amd",
+    "_matching",
+    "_simplicial",
+    "_simplicial_ldl",
+    "_selinv",
+)
 
 
 def modules():
