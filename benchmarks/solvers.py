@@ -433,14 +433,15 @@ class RslabSolver:
 
     def info(self):
         d = self.f.diagnostics()
-        decisions = d.get("decisions", {})
+        # Keys may be present with None (its KLU path has no supernodal estimate).
+        decisions = d.get("decisions") or {}
         ordering = decisions.get("ordering_used", "?")
         return {
             "nnz_factor": int(self.f.factor_nnz),
             "factor_bytes": int(self.f.factor_nnz) * self.A.dtype.itemsize,
             "kind": f"{self.f.backend} (rslab path)",
             "ordering": ordering,
-            "solver_flops": float(d.get("estimate", {}).get("factor_flops") or 0) or None,
+            "solver_flops": float((d.get("estimate") or {}).get("factor_flops") or 0) or None,
         }
 
 
