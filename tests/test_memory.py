@@ -263,16 +263,24 @@ def test_under_address_space_limits_success_or_a_package_error(tmp_path, strateg
         assert "compress=" in r["message"] or "precision='mixed'" in r["message"], r
 
 
-def test_a_solve_that_cannot_allocate_raises_the_package_error(monkeypatch):
+@pytest.mark.parametrize(
+    "options, path",
+    [({}, "simplicial"), ({"matching": "on"}, "supernodal")],
+    ids=["small", "pipeline"],
+)
+def test_a_solve_that_cannot_allocate_raises_the_package_error(monkeypatch, options, path):
     """The solve's work buffers (kernels) or vectors (numpy) not allocated: the
     package's OutOfMemoryError with what a solve holds and what to try."""
     A = laplacian((8, 8, 8))
-    F = pastixpy.factorize(A)
 
     def fail(self, X, trans="N"):
         raise MemoryError("cannot allocate the solve work buffers")
 
+    # The supernodal factors and the small path's (a 512-unknown SPD matrix takes it).
     monkeypatch.setattr(pastixpy.numeric.LocalFactors, "solve_inplace", fail)
+    monkeypatch.setattr(pastixpy.simplicial.SimplicialLDL, "solve_inplace", fail)
+    F = pastixpy.factorize(A, **options)
+    assert F.stats["path"] == path
     with pytest.raises(pastixpy.OutOfMemoryError) as e:
         F.solve(np.ones((A.shape[0], 3)))
     assert e.value.needed > 0 and e.value.available >= 0
