@@ -2,14 +2,15 @@
 
 Usage::
 
-    python benchmarks/summary.py FULL.json [SMALL.json ...] [--markdown out.md]
+    python benchmarks/summary.py FULL.json [RERUN.json ...] [--markdown out.md]
 
 One row per problem and thread count: pastixpy's analysis + factorization + one solve
 (the suite's total), ``spsolve``'s total where it ran, every other solver's total over
 pastixpy's (below 1: faster than pastixpy), the fastest in total (bold when it is
 pastixpy or ``spsolve``), and pastixpy's total over the best of the others. Under the
 table, the count of rows each solver wins and the rows where pastixpy is not first,
-with the winner and its margin. It reads only the JSON: nothing is run.
+with the winner and its margin. A problem in a later file replaces the same problem of an
+earlier one (a rerun of some problems). It reads only the JSON: nothing is run.
 """
 
 import argparse
@@ -103,11 +104,12 @@ def main():
     p.add_argument("json", nargs="+", help="run.py --json files")
     p.add_argument("--markdown", help="write the table here too")
     args = p.parse_args()
-    problems, threads = [], []
-    for path in args.json:
+    by_name, threads = {}, []
+    for path in args.json:  # a later file's problem replaces an earlier one's (a rerun)
         data = json.loads(Path(path).read_text())
-        problems += data["problems"]
+        by_name.update({p["name"]: p for p in data["problems"]})
         threads += [k for k in data["threads"] if k not in threads]
+    problems = list(by_name.values())
     lines, rankings = rows(problems, threads)
     out = [HEADER, *lines, "", *verdicts(rankings)]
     text = "\n".join(out) + "\n"
