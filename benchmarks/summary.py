@@ -9,8 +9,8 @@ One row per problem and thread count: pastixpy's analysis + factorization + one 
 pastixpy's (below 1: faster than pastixpy), the fastest in total (bold when it is
 pastixpy or ``spsolve``), and pastixpy's total over the best of the others. Under the
 table, the count of rows each solver wins and the rows where pastixpy is not first,
-with the winner and its margin. A problem in a later file replaces the same problem of an
-earlier one (a rerun of some problems). It reads only the JSON: nothing is run.
+with the winner and its margin. A problem in a later file replaces the same problem's results at
+the thread counts that file ran (a rerun of some rows). It reads only the JSON: nothing is run.
 """
 
 import argparse
@@ -105,9 +105,14 @@ def main():
     p.add_argument("--markdown", help="write the table here too")
     args = p.parse_args()
     by_name, threads = {}, []
-    for path in args.json:  # a later file's problem replaces an earlier one's (a rerun)
+    for path in args.json:
         data = json.loads(Path(path).read_text())
-        by_name.update({p["name"]: p for p in data["problems"]})
+        for problem in data["problems"]:  # a rerun replaces its thread counts' results
+            old = by_name.get(problem["name"])
+            if old is not None:
+                kept = [r for r in old["results"] if r.get("threads") not in data["threads"]]
+                problem = {**problem, "results": kept + problem["results"]}
+            by_name[problem["name"]] = problem
         threads += [k for k in data["threads"] if k not in threads]
     problems = list(by_name.values())
     lines, rankings = rows(problems, threads)
