@@ -127,9 +127,12 @@ class PastixSolver:
             extra["compress"] = ("blr", {"tol": self.tol, "strategy": strategy})
         if self.mode == "pc":
             extra["refine"] = "none"
-        self.F = self.pastixpy.factorize(
-            self.A, threads=self.threads, precision=self.precision, **extra
-        )
+        if self.precision != "double":
+            # Not passed for double: the default ("auto", double on these matrices) lets a
+            # small matrix take factorize's small path, as a user's call does; naming a
+            # precision asks for the pipeline.
+            extra["precision"] = self.precision
+        self.F = self.pastixpy.factorize(self.A, threads=self.threads, **extra)
 
     def split(self, seconds):
         """Everything factorize() did besides the numeric factorization and its check solve

@@ -9,8 +9,8 @@ One row per problem and thread count: pastixpy's analysis + factorization + one 
 pastixpy's (below 1: faster than pastixpy), the fastest in total (bold when it is
 pastixpy or ``spsolve``), and pastixpy's total over the best of the others. Under the
 table, the count of rows each solver wins and the rows where pastixpy is not first,
-with the winner and its margin. A problem in a later file replaces the same problem's results at
-the thread counts that file ran (a rerun of some rows). It reads only the JSON: nothing is run.
+with the winner and its margin. A later file's rows (problem, solver, thread count) replace an
+earlier file's (a rerun of some rows). It reads only the JSON: nothing is run.
 """
 
 import argparse
@@ -107,10 +107,11 @@ def main():
     by_name, threads = {}, []
     for path in args.json:
         data = json.loads(Path(path).read_text())
-        for problem in data["problems"]:  # a rerun replaces its thread counts' results
+        for problem in data["problems"]:  # a rerun replaces the rows it ran
             old = by_name.get(problem["name"])
             if old is not None:
-                kept = [r for r in old["results"] if r.get("threads") not in data["threads"]]
+                rerun = {(r["solver"], r.get("threads")) for r in problem["results"]}
+                kept = [r for r in old["results"] if (r["solver"], r.get("threads")) not in rerun]
                 problem = {**problem, "results": kept + problem["results"]}
             by_name[problem["name"]] = problem
         threads += [k for k in data["threads"] if k not in threads]
