@@ -28,7 +28,7 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from solvers import adapter
+from solvers import adapter, base_name
 from threadpoolctl import threadpool_info, threadpool_limits
 
 MARK = "@@RESULT@@"
@@ -91,6 +91,13 @@ def warm_up(name, structure, dtype, threads):
         solver.analyze()
         solver.factor()
         solver.solve(rhs(8, 1, dtype)[:, 0])
+        if base_name(name) in ("pastixpy", "spsolve"):
+            # An 8 x 8 matrix takes pastixpy's small path: its supernodal pipeline (its
+            # modules, thread pool, BLAS) has a first call too, which a program that
+            # solves more than once has made. Naming the precision asks for it.
+            import pastixpy
+
+            pastixpy.factorize(W, threads=threads, precision="double").solve(rhs(8, 1, dtype)[:, 0])
 
 
 def run(spec):
