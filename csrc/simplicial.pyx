@@ -39,6 +39,9 @@ ctypedef fused scalar_t:
     double
     double complex
 
+include "sparse/residual.pxi"
+
+
 cdef enum:
     C_OK = 0
     C_ZERO_PIVOT = 1
@@ -48,13 +51,6 @@ cdef enum:
 OK = C_OK
 ZERO_PIVOT = C_ZERO_PIVOT  # no nonzero candidate: A is singular (structurally or numerically)
 OVER_BUDGET = C_OVER_BUDGET  # the flop budget was passed
-
-
-cdef inline double magnitude(scalar_t v) noexcept nogil:
-    if scalar_t is double:
-        return fabs(v)
-    else:
-        return hypot(v.real, v.imag)  # range-safe: the squares would under/overflow
 
 
 cdef inline const idx_t* iptr(const idx_t[::1] a) noexcept nogil:
@@ -399,64 +395,6 @@ cdef void solve_column(idx_t n, const idx_t* Lp, const idx_t* Li, const scalar_t
         x[q[j]] = y[j]
 
 
-cdef double row_norm(idx_t n, const idx_t* Ap, const idx_t* Ai, const scalar_t* Ax,
-                     double* rowsum) noexcept nogil:
-    """‖A‖∞; rowsum: n of workspace."""
-    cdef idx_t i, p
-    cdef double norm_a = 0.0
-    for i in range(n):
-        rowsum[i] = 0.0
-    for p in range(Ap[n]):
-        rowsum[Ai[p]] += magnitude(Ax[p])
-    for i in range(n):
-        if rowsum[i] > norm_a:
-            norm_a = rowsum[i]
-    return norm_a
-
-
-cdef double residual(idx_t n, const idx_t* Ap, const idx_t* Ai, const scalar_t* Ax,
-                     double norm_a, const scalar_t* x, const scalar_t* b, scalar_t* r,
-                     double* growth) noexcept nogil:
-    """r = b − A x and its backward error ‖r‖∞ / (‖A‖∞ ‖x‖∞ + ‖b‖∞) (inf where anything
-    is not finite, 0 where r = 0); ``growth``: ‖A‖∞ ‖x‖∞ / ‖b‖∞ (0 where x = 0)."""
-    cdef idx_t i, j, p, p1
-    cdef double xmax = 0.0, bmax = 0.0, rmax = 0.0, den, v, e
-    cdef bint finite = True
-    cdef scalar_t xj
-    for i in range(n):
-        r[i] = b[i]
-        bmax = max(bmax, magnitude(b[i]))
-    for j in range(n):
-        xj = x[j]
-        v = magnitude(xj)
-        finite = finite and isfinite(v)
-        xmax = max(xmax, v)
-        p1 = Ap[j + 1]
-        for p in range(Ap[j], p1):
-            r[Ai[p]] -= Ax[p] * xj
-    for i in range(n):
-        v = magnitude(r[i])
-        finite = finite and isfinite(v)
-        rmax = max(rmax, v)
-    if xmax == 0.0:
-        growth[0] = 0.0
-    elif bmax == 0.0:
-        growth[0] = INFINITY
-    else:
-        growth[0] = norm_a * xmax / bmax
-    den = norm_a * xmax + bmax
-    if not finite:
-        return INFINITY  # a NaN or Inf anywhere is no solution at all
-    if rmax == 0.0:
-        return 0.0
-    if not isfinite(den) and xmax > 0.0:
-        # ‖A‖‖x‖ beyond the largest float: x's norm divided out of both terms.
-        e = (rmax / xmax) / (norm_a + bmax / xmax)
-    else:
-        e = rmax / den
-    return e if isfinite(e) else INFINITY
-
-
 def lu_solve(const idx_t[::1] Lp, const idx_t[::1] Li, const scalar_t[::1] Lx,
              const idx_t[::1] Up, const idx_t[::1] Ui, const scalar_t[::1] Ux,
              const scalar_t[::1] udiag, const idx_t[::1] pinv, const idx_t[::1] q,
@@ -642,3 +580,27 @@ def diagonal_nonzeros(const idx_t[::1] Ap, const idx_t[::1] Ai, const scalar_t[:
                         count += 1
                     break
     return count
+
+
+def lu_checks(const idx_t[::1] Ap, const scalar_t[::1] Ax, const scalar_t[::1] Ux,
+              const scalar_t[::1] udiag, const idx_t[::1] q):
+    """What the small path's verdict reads of complete factors of :func:`lu_factor`, in
+    one pass: ``(top, smallest)``, top the largest magnitude in U (its diagonal
+    included), smallest the least |u_kk| relative to the largest magnitude in column
+    q[k] of A (inf where n = 0; a zero column, which a complete factorization never
+    meets, is left out)."""
+    cdef idx_t n = udiag.shape[0], j, p
+    cdef double top = 0.0, smallest = INFINITY, d, colmax
+    with nogil:
+        for p in range(Ux.shape[0]):
+            top = max(top, magnitude(Ux[p]))
+        for j in range(n):
+            d = magnitude(udiag[j])
+            top = max(top, d)
+            colmax = 0.0
+            for p in range(Ap[q[j]], Ap[q[j] + 1]):
+                colmax = max(colmax, magnitude(Ax[p]))
+            if colmax > 0:
+                smallest = min(smallest, d / colmax)
+    return top, smallest
+

@@ -76,6 +76,10 @@ def canonical_csc(A, argname="A", copy=True):
         )
     if nrows == 0:
         raise InvalidInputError(f"{argname} is empty (0x0): there is nothing to factorize")
+    if copy and (view := csc_view(A)) is not None:
+        # Canonical already (checked as below): a copy of its arrays, without scipy's
+        # conversion, sorting and checks, which cost more than a small matrix's solve.
+        return _csc_array(view.data.copy(), view.indices.copy(), view.indptr.copy())
     dtype = _check_dtype(A.dtype, argname)
     for index in _index_arrays(A):
         _check_index(index, argname)
@@ -123,9 +127,17 @@ class CSCView:
 
     def tocsc(self):
         """The scipy ``csc_array`` of these arrays (not copied)."""
-        C = sp.csc_array((self.data, self.indices, self.indptr), shape=self.shape, copy=False)
-        C.indptr, C.indices = self.indptr, self.indices  # scipy may narrow them to int32
-        return C
+        return _csc_array(self.data, self.indices, self.indptr)
+
+
+def _csc_array(data, indices, indptr):
+    """The square ``csc_array`` of canonical arrays (int64 indices), taken as they are
+    and marked canonical."""
+    n = indptr.size - 1
+    C = sp.csc_array((data, indices, indptr), shape=(n, n), copy=False)
+    C.indptr, C.indices = indptr, indices  # scipy may narrow them to int32
+    C.has_canonical_format = True
+    return C
 
 
 #: The value dtypes :func:`csc_view` reads in place.

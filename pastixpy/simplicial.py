@@ -129,6 +129,10 @@ class SimplicialLU:
     q: np.ndarray
     strategy: str
     flops: float
+    #: :func:`pastixpy._simplicial.lu_checks` of the factored matrix: the largest
+    #: magnitude in U, and the smallest |u_kk| relative to its column of A.
+    top: float
+    smallest: float
 
     def apply_inverse(self, R):
         """A⁻¹ R for a 2-D R of the factors' dtype."""
@@ -159,8 +163,7 @@ class SimplicialLU:
         """The largest magnitude in U over ``norm_a`` (‖A‖∞): how far elimination grew
         the entries, which bounds the factorization's backward error (a multiple of
         eps times it)."""
-        top = max(np.abs(self.arrays[5]).max(initial=0.0), np.abs(self.arrays[6]).max())
-        return float(top) / norm_a if norm_a else np.inf
+        return float(self.top) / norm_a if norm_a else np.inf
 
     def smallest_pivot(self, C, scaling=None):
         """The smallest magnitude on U's diagonal relative to the largest entry of its
@@ -168,10 +171,9 @@ class SimplicialLU:
         of D_r C D_c with the same pivots (U's diagonal scaled by them) relative to that
         matrix's largest entry, as the pipeline's static pivoting measures a pivot on
         its scaled matrix."""
-        udiag = np.abs(self.arrays[6])
         if scaling is None:
-            colmax = np.maximum.reduceat(np.abs(C.data), C.indptr[:-1])[self.q]
-            return float((udiag / colmax).min(initial=np.inf))
+            return self.smallest
+        udiag = np.abs(self.arrays[6])
         dr, dc = scaling
         prow = self.gathers()["N"][0]
         col = np.repeat(np.arange(C.shape[0]), np.diff(C.indptr))
@@ -208,13 +210,14 @@ class SimplicialLU:
     def refined_solve(self, C, B, tol, max_steps):
         """X = A⁻¹ B (B (n, k) in C's dtype, C the factored matrix), each column refined
         while its backward error is above ``tol`` and falls, at most ``max_steps``
-        times, in one kernel call: ``(X, backward errors, refinement steps in all)``.
-        The :class:`~pastixpy.solve.Solver` of the small path calls it for A x = b."""
+        times, in one kernel call: ``(X, backward errors, growths ‖A‖∞ ‖x‖∞ / ‖b‖∞,
+        refinement steps in all)``. The :class:`~pastixpy.solve.Solver` of the small path
+        calls it for A x = b."""
         X = np.empty(B.shape, dtype=C.dtype)
-        berr, _, steps = _simplicial.solve_refined(
+        berr, growth, steps = _simplicial.solve_refined(
             C.indptr, C.indices, C.data, *self.arrays, self.q, B, X, tol, max_steps
         )
-        return X, berr, int(steps.sum())
+        return X, berr, growth, int(steps.sum())
 
     def gathers(self):
         """The rows a solve gathers by (:func:`pastixpy.solve.pivot_order_gathers`'s
@@ -281,7 +284,8 @@ def factor(C, ordering="auto"):
             C.indptr, C.indices, C.data, q, threshold, budget, committed
         )
         if status == _simplicial.OK:
-            return SimplicialLU(arrays, q, strategy, flops)
+            top, smallest = _simplicial.lu_checks(C.indptr, C.data, arrays[5], arrays[6], q)
+            return SimplicialLU(arrays, q, strategy, flops, top, smallest)
         if status == _simplicial.ZERO_PIVOT:
             return None  # singular: the pipeline says where
     return None
@@ -342,6 +346,10 @@ class SimplicialLDL:
     p: np.ndarray
     hermitian: bool
     flops: float
+    #: :func:`pastixpy._simplicial_ldl.ldl_checks` of the factored matrix: the largest
+    #: magnitude in D and L D, and the smallest |D_k| relative to its column of A.
+    top: float
+    smallest: float
     strategy: str = "ldlt"
 
     @property
@@ -361,9 +369,7 @@ class SimplicialLDL:
     def growth(self, norm_a):
         """The largest magnitude in D and in L D's columns over ``norm_a`` (‖A‖∞): the
         counterpart of U's entries in LU (U = D Lᵀ), which bound the backward error."""
-        col = np.repeat(np.arange(self.D.size), np.diff(self.Lp))
-        top = max(np.abs(self.Lx * self.D[col]).max(initial=0.0), np.abs(self.D).max(initial=0.0))
-        return float(top) / norm_a if norm_a else np.inf
+        return float(self.top) / norm_a if norm_a else np.inf
 
     def smallest_pivot(self, C, scaling=None):
         """The smallest |D_k| relative to the largest entry of its column in C; with
@@ -371,8 +377,7 @@ class SimplicialLDL:
         matrix's largest entry, as :meth:`SimplicialLU.smallest_pivot`."""
         d = np.abs(self.D)
         if scaling is None:
-            colmax = np.maximum.reduceat(np.abs(C.data), C.indptr[:-1])[self.p]
-            return float((d / colmax).min(initial=np.inf))
+            return self.smallest
         dr, dc = scaling
         col = np.repeat(np.arange(C.shape[0]), np.diff(C.indptr))
         top = (np.abs(C.data) * dr[C.indices] * dc[col]).max()
@@ -391,6 +396,18 @@ class SimplicialLDL:
         if op != "N":
             raise ValueError(f"SimplicialLDL solves op 'N' only, not {op!r}")
         _simplicial_ldl.ldl_solve(self.Lp, self.Li, self.Lx, self.D, X, self.hermitian)
+
+    def refined_solve(self, C, B, tol, max_steps):
+        """X = A⁻¹ B (B (n, k) in C's dtype, C the factored matrix), each column refined
+        while its backward error is above ``tol`` and falls, at most ``max_steps``
+        times, in one kernel call: ``(X, backward errors, growths, refinement steps in
+        all)``, as :meth:`SimplicialLU.refined_solve`."""
+        X = np.empty(B.shape, dtype=C.dtype)
+        factors = (self.Lp, self.Li, self.Lx, self.D, self.p, self.hermitian)
+        berr, growth, steps = _simplicial_ldl.ldl_solve_refined(
+            C.indptr, C.indices, C.data, *factors, B, X, tol, max_steps
+        )
+        return X, berr, growth, int(steps.sum())
 
     def gathers(self):
         """The rows a solve gathers by (:func:`pastixpy.solve.pivot_order_gathers`'s
@@ -439,4 +456,5 @@ def factor_symmetric(C, hermitian, ordering="auto"):
     )
     if status != _simplicial_ldl.OK:
         return None
-    return SimplicialLDL(Lp, Li, Lx, D, p, bool(hermitian), flops)
+    top, smallest = _simplicial_ldl.ldl_checks(Cp, C.data, Lp, Lx, D, p)
+    return SimplicialLDL(Lp, Li, Lx, D, p, bool(hermitian), flops, top, smallest)

@@ -221,9 +221,9 @@ class Solver:
     def _checked(self, b, trans, warn):
         """Refined x, its worst backward error, the steps and what refinement ran, or
         SingularMatrixError (the verdict is :func:`~pastixpy.solve_policy.check_solution`'s)."""
-        x, berr, steps, used = self.refined(b, trans)
+        x, berr, steps, used, growth = self._refined(b, trans)
         worst = float(berr.max()) if berr.size else 0.0
-        solve_policy.check_solution(self, x, b, worst, trans, warn)
+        solve_policy.check_solution(self, x, b, worst, trans, warn, growth)
         return x, worst, steps, used
 
     def refined(self, b, trans, to_floor=None):
@@ -234,22 +234,27 @@ class Solver:
         on to the precision's floor. Returns ``(x, backward error of each column,
         steps, what ran)``; never raises for accuracy (:meth:`solve`'s verdict does).
         """
+        return self._refined(b, trans, to_floor)[:4]
+
+    def _refined(self, b, trans, to_floor=None):
+        """:meth:`refined`'s, and each column's growth ‖A‖∞ ‖x‖∞ / ‖b‖∞ where the factors
+        measured it in their one-call solve (else None)."""
         rules = solve_policy.refinement_rules(self)
         fused = getattr(self.factors, "refined_solve", None)
         always = rules.always if to_floor is None else to_floor
         if fused is not None and trans == "N" and rules.method in ("auto", "ir") and not always:
             # Factors that solve, check and refine in one kernel call (the small path's
-            # simplicial LU): the generic refinement below only where that one stopped
-            # above the tolerance.
-            x, berr, steps = fused(self.C, b, rules.tol, rules.maxiter)
+            # simplicial LU and LDLᵀ): the generic refinement below only where that one
+            # stopped above the tolerance.
+            x, berr, growth, steps = fused(self.C, b, rules.tol, rules.maxiter)
             if not (berr > rules.tol).any():
-                return x, berr, steps, "ir" if steps else "none"
+                return x, berr, steps, "ir" if steps else "none", growth
         else:
             x = self.apply_inverse(b, trans)
         op = self.operator(trans)
         if rules.method == "none":
-            return x, backward_error(op, x, b, self.norm_a), 0, "none"
-        return refine(
+            return x, backward_error(op, x, b, self.norm_a), 0, "none", None
+        x, berr, steps, used = refine(
             op,
             lambda R: self.apply_inverse(R, trans, overwrite=True),
             b,
@@ -261,6 +266,7 @@ class Solver:
             always=rules.always if to_floor is None else to_floor,
             ir_steps=rules.ir_steps,
         )
+        return x, berr, steps, used, None
 
     @cached_property
     def refined_condition(self):

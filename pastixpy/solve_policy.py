@@ -134,9 +134,10 @@ def refinement_rules(solver):
 # ---------------------------------------------------------------------- verdicts
 
 
-def check_solution(solver, x, b, worst, trans, warn):
+def check_solution(solver, x, b, worst, trans, warn, growth=None):
     """The verdict on a refined solution x of op(A) x = b whose worst backward error is
-    ``worst``: raises SingularMatrixError where refinement missed the tolerance
+    ``worst`` (``growth``: each column's ‖A‖∞ ‖x‖∞ / ‖b‖∞ where the solve measured it, for
+    factors of A itself): raises SingularMatrixError where refinement missed the tolerance
     (:func:`singularity_diagnosis`), where x grew as only a singular matrix makes it
     (:func:`check_growth`) or is not finite; warns (``warn``) where perturbed pivots did
     not stop it (:func:`perturbed_warning`). Called by the solver's solve, whose caller
@@ -146,33 +147,35 @@ def check_solution(solver, x, b, worst, trans, warn):
         tol = solve_tol(solver)
         if worst > tol:
             raise singularity_diagnosis(solver, worst, tol, trans)
-        check_growth(solver, x, b, trans)
+        check_growth(solver, x, b, trans, growth)
         if warn and solver.perturbed_columns:
             warnings.warn(perturbed_warning(solver, worst), PastixWarning, stacklevel=6)
     if not np.isfinite(x).all():
         raise SingularMatrixError("the solve produced non-finite values: A is singular")
 
 
-def check_growth(solver, x, b, trans):
+def check_growth(solver, x, b, trans, growth=None):
     """SingularMatrixError where the solution grew past what any matrix the precision
     can tell from singular makes: ‖B‖‖y‖/‖c‖ is at most κ(B) for a nonsingular B, so
     beyond :data:`SINGULAR_GROWTH` / eps a perturbed pivot, or a roundoff-sized one
     that Cholesky took as positive, answered for a b outside the range, and the small
     backward error of such an x says nothing (it solves a nearby nonsingular matrix).
     Measured on the factored system B y = c, B the scaled matrix (``norm_scaled`` its
-    ‖·‖∞), so that bad scaling alone does not count."""
+    ‖·‖∞), so that bad scaling alone does not count. ``growth``, where the solve
+    measured it (factors of A itself: B = A, y = x, c = b), is taken as it is."""
     prep = solver.prep
-    with np.errstate(all="ignore"):
-        if solver.equilibrated_growth:  # factors of A itself: B = A, y = x, c = b
-            ymax, cmax = np.abs(x).max(axis=0), np.abs(b).max(axis=0)
-        else:
-            perm = np.arange(solver.n) if prep.row_perm is None else prep.row_perm
-            if trans == "N":  # B (x / dc) = dr * b[row_perm]
-                y, c = x / prep.dc[:, None], b[perm] * prep.dr[:, None]
-            else:  # Bᵀ (x[row_perm] / dr) = dc * b
-                y, c = x[perm] / prep.dr[:, None], b * prep.dc[:, None]
-            ymax, cmax = np.abs(y).max(axis=0), np.abs(c).max(axis=0)
-        growth = np.where(cmax > 0, solver.norm_scaled * ymax / np.where(cmax > 0, cmax, 1), 0)
+    if growth is None or not solver.equilibrated_growth:
+        with np.errstate(all="ignore"):
+            if solver.equilibrated_growth:  # factors of A itself: B = A, y = x, c = b
+                ymax, cmax = np.abs(x).max(axis=0), np.abs(b).max(axis=0)
+            else:
+                perm = np.arange(solver.n) if prep.row_perm is None else prep.row_perm
+                if trans == "N":  # B (x / dc) = dr * b[row_perm]
+                    y, c = x / prep.dc[:, None], b[perm] * prep.dr[:, None]
+                else:  # Bᵀ (x[row_perm] / dr) = dc * b
+                    y, c = x[perm] / prep.dr[:, None], b * prep.dc[:, None]
+                ymax, cmax = np.abs(y).max(axis=0), np.abs(c).max(axis=0)
+            growth = np.where(cmax > 0, solver.norm_scaled * ymax / np.where(cmax > 0, cmax, 1), 0)
     limit = SINGULAR_GROWTH / np.finfo(solver.dtype).eps
     if (growth > limit).any() and solver.equilibrated_growth:
         # Factors of A unscaled (the small path's LU): measured on A equilibrated, its

@@ -273,12 +273,13 @@ def test_a_solve_that_cannot_allocate_raises_the_package_error(monkeypatch, opti
     package's OutOfMemoryError with what a solve holds and what to try."""
     A = laplacian((8, 8, 8))
 
-    def fail(self, X, trans="N"):
+    def fail(self, *args):
         raise MemoryError("cannot allocate the solve work buffers")
 
     # The supernodal factors and the small path's (a 512-unknown SPD matrix takes it).
     monkeypatch.setattr(pastixpy.numeric.LocalFactors, "solve_inplace", fail)
     monkeypatch.setattr(pastixpy.simplicial.SimplicialLDL, "solve_inplace", fail)
+    monkeypatch.setattr(pastixpy.simplicial.SimplicialLDL, "refined_solve", fail)
     F = pastixpy.factorize(A, **options)
     assert F.stats["path"] == path
     with pytest.raises(pastixpy.OutOfMemoryError) as e:

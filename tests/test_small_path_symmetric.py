@@ -155,3 +155,43 @@ def test_indefinite_with_a_positive_diagonal_falls_back_as_the_pipeline():
     assert F.kind == "ldlt" and F.stats["retries"] == ["not positive definite: ldlt"]
     assert F.inertia() == (20, 20, 0)
     assert np.isclose(F.slogdet()[1], np.linalg.slogdet(A.toarray())[1], rtol=1e-12)
+
+
+@pytest.mark.parametrize("variety", VARIETIES)
+@settings(max_examples=10, deadline=None)
+@given(n=st.integers(1, 60), seed=st.integers(0, 10**6), k=st.integers(1, 3))
+def test_one_call_refined_solve_against_dense_lapack(variety, n, seed, k):
+    """The kernel's solve, check and refinement in one call (``refined_solve``): x against
+    LAPACK's, its backward error and growth against their definitions computed here."""
+    A = symmetric(n, seed, variety)
+    hermitian = variety in ("hpd", "hindefinite")
+    F = simplicial.factor_symmetric(A, hermitian)
+    rng = np.random.default_rng(seed)
+    B = rng.standard_normal((n, k)).astype(A.dtype)
+    X, berr, growth, steps = F.refined_solve(A, B, 1e-14, 3)
+    dense = A.toarray()
+    assert np.allclose(X, np.linalg.solve(dense, B), rtol=1e-8, atol=1e-10)
+    norm_a = np.abs(dense).sum(axis=1).max()
+    R = B - dense @ X
+    xmax, bmax = np.abs(X).max(axis=0), np.abs(B).max(axis=0)
+    expect = np.abs(R).max(axis=0) / (norm_a * xmax + bmax)
+    # the residual is rounding's: the kernel's and numpy's sums differ by rounding
+    assert np.allclose(berr, expect, rtol=1e-6, atol=4 * n * np.finfo(float).eps)
+    assert np.allclose(growth, norm_a * xmax / bmax, rtol=1e-12)
+    assert (berr <= 1e-14).all() and 0 <= steps <= 3 * k
+
+
+@pytest.mark.parametrize("variety", VARIETIES)
+@settings(max_examples=10, deadline=None)
+@given(n=st.integers(1, 60), seed=st.integers(0, 10**6))
+def test_kernel_checks_match_their_definitions(variety, n, seed):
+    """``ldl_checks``' growth and smallest pivot, read by the small path's verdict, against
+    numpy on the factors: the largest of |D| and |L D|, the least |D_k| over the largest
+    entry of column p[k] of A."""
+    A = symmetric(n, seed, variety)
+    F = simplicial.factor_symmetric(A, variety in ("hpd", "hindefinite"))
+    col = np.repeat(np.arange(n), np.diff(F.Lp))
+    top = max(np.abs(F.Lx * F.D[col]).max(initial=0.0), np.abs(F.D).max())
+    assert F.growth(2.0) == pytest.approx(top / 2.0, rel=1e-12)
+    colmax = np.array([np.abs(A[:, [j]].toarray()).max() for j in F.p])
+    assert F.smallest_pivot(A) == pytest.approx((np.abs(F.D) / colmax).min(), rel=1e-12)
