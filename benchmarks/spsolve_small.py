@@ -17,6 +17,7 @@ for the pipeline, where its time went (``stats["seconds"]`` of a factorization).
 """
 
 import argparse
+import os
 import statistics
 import time
 import warnings
@@ -32,7 +33,11 @@ from pastixpy import simplicial
 from pastixpy.gallery import PROBLEMS
 from pastixpy.matrix import canonical_csc
 
-MATRICES = Path(__file__).resolve().parents[1].parent / "shared" / "matrices"
+#: The shared matrices: ``$PASTIXPY_MATRICES``, or ``../shared/matrices`` beside the checkout.
+MATRICES = Path(
+    os.environ.get("PASTIXPY_MATRICES")
+    or Path(__file__).resolve().parents[1].parent / "shared" / "matrices"
+)
 #: Singular on purpose: scipy's answer is NaN or an error, no timing to compare.
 SINGULAR = {"zenios", "mbeacxc", "neumann", "cryg2500", "reorientation_1"}
 
