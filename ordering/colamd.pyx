@@ -142,15 +142,23 @@ cdef int _colamd_core(i64 m, i64 n, const i64* cp, const i64* ci, double dense_r
     cdef i64* score = cws + 3 * n     # approximate degree; < 0: why set aside
     cdef i64* dnext = cws + 4 * n     # degree-list links; hash-bucket links for Lme columns
     cdef i64* dlast = cws + 5 * n     # degree-list links; hash value for Lme columns
-    cdef i64* hhead = cws + 6 * n
+    cdef i64* hhead = NULL            # hash buckets of the supercolumn search
     cdef i64* cnext = cws + 7 * n     # chain of the columns a principal column stands for
     cdef i64* ctail = cws + 8 * n
     cdef i64* order = cws + 9 * n     # pivots in elimination order
     cdef i64* head = <i64*> malloc((n + 1) * sizeof(i64))    # degree buckets 0..n
-    if head == NULL:
+    # A pass hashes the columns of Lme only, into as few buckets (a power of two, as many
+    # as twice those columns) as keep the chains short: they stay in cache.
+    cdef i64 hsize = 1, hmask
+    while hsize < 2 * n:
+        hsize *= 2
+    hhead = <i64*> malloc(hsize * sizeof(i64))
+    if head == NULL or hhead == NULL:
         free(iw)
         free(cws)
         free(rws)
+        free(head)
+        free(hhead)
         return ST_NOMEM
     cdef i64* rstart = rws
     cdef i64* rlen = rws + m
@@ -256,8 +264,8 @@ cdef int _colamd_core(i64 m, i64 n, const i64* cp, const i64* ci, double dense_r
     # ---- initial scores: each row contributes its other columns (an upper bound) ----
     for b in range(n + 1):
         head[b] = EMPTY
-    for c in range(n):
-        hhead[c] = EMPTY
+    for h in range(hsize):
+        hhead[h] = EMPTY
     for c in range(n - 1, -1, -1):
         if thick[c] == 0:
             ntail += 1
@@ -339,20 +347,31 @@ cdef int _colamd_core(i64 m, i64 n, const i64* cp, const i64* ci, double dense_r
                 if rmark[r] >= 0:
                     rmark[r] = 0
             tag = 1
+        # The dead rows leave each list on the way (the pivot's rows among them): the next
+        # pass reads live ones only, and me finds room in the list.
         for k in range(pme1, pme2):
             j = iw[k]
             t = -thick[j]
-            for p in range(cstart[j], cstart[j] + clen[j]):
+            p1 = cstart[j]
+            pn = p1
+            for p in range(p1, p1 + clen[j]):
                 r = iw[p]
                 x = rmark[r]
                 if x < 0:
                     continue
+                iw[pn] = r
+                pn += 1
                 if x >= tag:
                     rmark[r] = x - t
                 else:
                     rmark[r] = tag + rdeg[r] - t
+            clen[j] = pn - p1
 
         # -- external degrees, list pruning, aggressive absorption, mass elimination --
+        hmask = 1
+        while hmask < 2 * (pme2 - pme1) and hmask < hsize:
+            hmask *= 2
+        hmask -= 1
         for k in range(pme1, pme2):
             j = iw[k]
             t = -thick[j]
@@ -374,7 +393,6 @@ cdef int _colamd_core(i64 m, i64 n, const i64* cp, const i64* ci, double dense_r
                 pn += 1
                 ext += d
                 hsh += r
-            # The pivot's rows were in j's list and are gone: me fits in the room they left.
             clen[j] = pn - p1
             if pn == p1:
                 # j meets the new element only: eliminated with the pivot at no extra fill.
@@ -384,9 +402,10 @@ cdef int _colamd_core(i64 m, i64 n, const i64* cp, const i64* ci, double dense_r
                 nel += t
                 _chain_append(c, j, cnext, ctail)
             else:
-                if ext < score[j]:
-                    score[j] = ext  # min(previous degree, sum of |Le \ Lme|)
-                h = hsh % n
+                # COLAMD's bound: not its min with the previous score, as AMD takes, which
+                # ordered bayer10 and west0479 for more LU flops.
+                score[j] = ext
+                h = hsh & hmask
                 dnext[j] = hhead[h]
                 hhead[h] = j
                 dlast[j] = h
@@ -482,6 +501,7 @@ cdef int _colamd_core(i64 m, i64 n, const i64* cp, const i64* ci, double dense_r
     free(cws)
     free(rws)
     free(head)
+    free(hhead)
     return status
 
 
