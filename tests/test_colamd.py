@@ -246,3 +246,14 @@ def test_bad_inputs_raise_typed_errors(args, match):
     indptr, indices, m, n = args
     with pytest.raises(InvalidInputError, match=match):
         colamd_order(np.array(indptr), np.array(indices), m, n)
+
+
+def test_docstring_example_runs():
+    # The private module is outside tests/test_docstrings.py's walk: its example runs here.
+    import doctest
+
+    finder = doctest.DocTestFinder()
+    runner = doctest.DocTestRunner()
+    for test in finder.find(colamd_order, "colamd_order", globs={}):
+        runner.run(test)
+    assert runner.failures == 0 and runner.tries > 0
