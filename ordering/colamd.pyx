@@ -11,6 +11,8 @@
 #   * for a live row or element: its columns (stale ones skipped, thick <= 0).
 # A column's degree is the approximate external degree of AMD (Amestoy, Davis & Duff, 1996):
 # the sum over its elements of |Le \ Lme| plus |Lme|, capped by the columns left.
+# Set aside and ordered last, as COLAMD does: dense columns, empty ones, those in dense rows
+# only; and, as AMD does with dense vertices, columns of many neighbours in AᵀA.
 
 import numpy as np
 
@@ -33,9 +35,10 @@ cdef enum:
     ST_BROKEN = -2
     # Why a column was set aside before the elimination (its score), in the order the
     # groups take at the end of the permutation.
-    ONLY_DENSE_ROWS = -1
-    DENSE_COLUMN = -2
-    EMPTY_COLUMN = -3
+    DENSE_IN_ATA = -1
+    ONLY_DENSE_ROWS = -2
+    DENSE_COLUMN = -3
+    EMPTY_COLUMN = -4
 
 
 cdef inline i64 _flip(i64 i) noexcept nogil:
@@ -124,7 +127,8 @@ cdef i64 _compact(i64* iw, i64 pfree, i64 n, i64 m, i64* cstart, i64* clen, cons
 
 
 cdef int _colamd_core(i64 m, i64 n, const i64* cp, const i64* ci, double dense_row,
-                      double dense_col, bint aggressive, i64* perm) noexcept nogil:
+                      double dense_col, double dense_degree, bint aggressive,
+                      i64* perm) noexcept nogil:
     cdef i64 nnz = cp[n]
     cdef i64 iwlen = 2 * nnz + nnz // 5 + n + 16
     cdef i64* iw = <i64*> malloc(iwlen * sizeof(i64))
@@ -168,7 +172,7 @@ cdef int _colamd_core(i64 m, i64 n, const i64* cp, const i64* ci, double dense_r
     cdef i64 c, r, me, j, i, jlast, p, q, k, t, b, h, x, d, pn, p1, cnt
     cdef i64 N = 0, nel = 0, npiv = 0, pfree = 0, mindeg = 0, nvpiv, degme, ext, hsh
     cdef i64 need, pme1, pme2, lni, deg, cap, tag = 1, tagbig
-    cdef i64 rthresh, cthresh, ntail = 0
+    cdef i64 rthresh, cthresh, athresh, ntail = 0
     cdef double dt
     cdef bint ok
     cdef int status = ST_OK
@@ -260,6 +264,49 @@ cdef int _colamd_core(i64 m, i64 n, const i64* cp, const i64* ci, double dense_r
             r = iw[p]
             iw[rstart[r] + rlen[r]] = c
             rlen[r] += 1
+
+    # ---- columns of more than max(16, dense_degree √N) neighbours in AᵀA: ordered last ----
+    # AMD's rule for dense vertices, which ordering AᵀA's graph had: such a column, taken
+    # early, joins many rows into one element; taken last, the LU's row pivots have left
+    # it fewer. The sum of a column's rows' other columns bounds its degree; only where
+    # that bound is past the threshold are its neighbours counted (`order` marks them).
+    if dense_degree >= 0 and N > 0:
+        dt = dense_degree * sqrt(<double> N)
+        if dt < 16.0:
+            dt = 16.0
+        athresh = N if dt >= <double> N else <i64> dt
+        for c in range(n):
+            order[c] = EMPTY
+        for c in range(n):
+            if thick[c] == 0:
+                continue
+            deg = 0
+            for p in range(cstart[c], cstart[c] + clen[c]):
+                deg += rdeg[iw[p]] - 1
+            if deg <= athresh:
+                continue
+            deg = 0
+            order[c] = c
+            p = cstart[c]
+            while p < cstart[c] + clen[c] and deg <= athresh:
+                r = iw[p]
+                for q in range(rstart[r], rstart[r] + rlen[r]):
+                    j = iw[q]
+                    if order[j] != c:
+                        order[j] = c
+                        deg += 1
+                p += 1
+            if deg > athresh:
+                score[c] = DENSE_IN_ATA   # set aside below: every verdict reads one graph
+        for c in range(n):
+            if score[c] == DENSE_IN_ATA:
+                thick[c] = 0
+                N -= 1
+                for p in range(cstart[c], cstart[c] + clen[c]):
+                    r = iw[p]
+                    rdeg[r] -= 1
+                    if rdeg[r] == 0:
+                        rmark[r] = DEAD
 
     # ---- initial scores: each row contributes its other columns (an upper bound) ----
     for b in range(n + 1):
@@ -490,7 +537,7 @@ cdef int _colamd_core(i64 m, i64 n, const i64* cp, const i64* ci, double dense_r
         if k != n - ntail:
             status = ST_BROKEN
         else:
-            for b in range(ONLY_DENSE_ROWS, EMPTY_COLUMN - 1, -1):
+            for b in range(DENSE_IN_ATA, EMPTY_COLUMN - 1, -1):
                 for c in range(n):
                     if score[c] == b:
                         perm[k] = c
@@ -506,7 +553,8 @@ cdef int _colamd_core(i64 m, i64 n, const i64* cp, const i64* ci, double dense_r
 
 
 def colamd_order(indptr, indices, Py_ssize_t n_rows, Py_ssize_t n_cols, double dense_row=10.0,
-                 double dense_col=10.0, bint aggressive=True, bint check=True):
+                 double dense_col=10.0, double dense_degree=10.0, bint aggressive=True,
+                 bint check=True):
     """Column ordering of an unsymmetric (or rectangular) sparse matrix for LU with
     row pivoting, by approximate minimum degree on AᵀA without forming AᵀA (COLAMD).
 
@@ -517,7 +565,8 @@ def colamd_order(indptr, indices, Py_ssize_t n_rows, Py_ssize_t n_cols, double d
     eliminated by approximate minimum degree with element absorption, supercolumns
     (indistinguishable columns, mass elimination) and aggressive absorption (Davis,
     Gilbert, Larimore and Ng, 2004). Dense rows are left out; dense and empty columns,
-    and columns whose rows are all dense, are ordered last.
+    columns whose rows are all dense and (as AMD orders dense vertices) columns of many
+    neighbours in AᵀA are ordered last.
 
     Parameters
     ----------
@@ -533,6 +582,10 @@ def colamd_order(indptr, indices, Py_ssize_t n_rows, Py_ssize_t n_cols, double d
     dense_col : float, default 10.0
         Columns with more than ``max(16, dense_col * sqrt(min(n_rows, n_cols)))`` entries
         are ordered last. A negative value keeps every column.
+    dense_degree : float, default 10.0
+        Columns with more than ``max(16, dense_degree * sqrt(c))`` neighbours in AᵀA
+        (dense rows left out; ``c`` the columns not set aside by the rules above) are
+        ordered last, right after the others. A negative value keeps every column.
     aggressive : bool, default True
         Absorb a row or element whose columns all belong to the new element even when
         the pivot is not in it.
@@ -599,7 +652,7 @@ def colamd_order(indptr, indices, Py_ssize_t n_rows, Py_ssize_t n_cols, double d
     cdef int status
     with nogil:
         status = _colamd_core(n_rows, n_cols, &ip[0], &ix[0], dense_row, dense_col,
-                              aggressive, &pv[0])
+                              dense_degree, aggressive, &pv[0])
     if status == ST_NOMEM:
         raise MemoryError("colamd_order: cannot allocate the workspace")
     if status != ST_OK:

@@ -115,6 +115,22 @@ def test_dense_empty_and_shadowed_columns_go_last():
     assert is_permutation(q_kept, n) and q_kept[-2:].tolist() == [7, 5]
 
 
+def test_column_dense_in_ata_goes_last():
+    # Rows 0 and 1 (150 entries each, below the dense-row threshold of 200) share column
+    # 149 only: its 298 neighbours in AᵀA pass max(16, 10 √400), AMD's rule for dense
+    # vertices; every other column has at most 150.
+    n = 400
+    A = sp.lil_array(sp.eye_array(n))
+    A[0, 0:150] = 1.0
+    A[1, 149:299] = 1.0
+    A = sp.csc_array(A)
+    q = order(A)
+    assert is_permutation(q, n) and q[-1] == 149
+    # Without the rule (or above its degree) minimum degree takes it with its row.
+    for dense_degree in (-1.0, 300.0):
+        assert order(A, dense_degree=dense_degree).tolist().index(149) < n - 100
+
+
 def test_identical_columns_are_consecutive():
     # Indistinguishable columns make one supercolumn: ordered together.
     base = random_matrix(50, 30, 0.08, 3) + sp.eye_array(50, 30)
