@@ -9,8 +9,9 @@
 # takes the slot of one of them. One integer workspace ``iw`` holds
 #   * for a live column: its live rows and elements (stale dead ones skipped, rmark < 0);
 #   * for a live row or element: its columns (stale ones skipped, thick <= 0).
-# A column's degree is the approximate external degree of AMD (Amestoy, Davis & Duff, 1996):
-# the sum over its elements of |Le \ Lme| plus |Lme|, capped by the columns left.
+# A column's degree is exact at first (its neighbours in AᵀA counted), then the approximate
+# external degree of AMD (Amestoy, Davis & Duff, 1996): the sum over its elements of
+# |Le \ Lme| plus |Lme|, capped by the columns left.
 # Set aside and ordered last, as COLAMD does: dense columns, empty ones, those in dense rows
 # only; and, as AMD does with dense vertices, columns of many neighbours in AᵀA.
 
@@ -265,50 +266,48 @@ cdef int _colamd_core(i64 m, i64 n, const i64* cp, const i64* ci, double dense_r
             iw[rstart[r] + rlen[r]] = c
             rlen[r] += 1
 
-    # ---- columns of more than max(16, dense_degree √N) neighbours in AᵀA: ordered last ----
-    # AMD's rule for dense vertices, which ordering AᵀA's graph had: such a column, taken
-    # early, joins many rows into one element; taken last, the LU's row pivots have left
-    # it fewer. The sum of a column's rows' other columns bounds its degree; only where
-    # that bound is past the threshold are its neighbours counted (`order` marks them).
-    if dense_degree >= 0 and N > 0:
+    # ---- initial degrees: each column's distinct neighbours in AᵀA ----
+    # Exact, as AMD's on the graph are (COLAMD's sum of the rows' sizes counts a neighbour
+    # once per shared row, and ordered bp_1200, hangGlider_2 and young1c for more LU
+    # flops); `order` marks the neighbours met. A column of more than
+    # max(16, dense_degree √N) is set aside and ordered last, AMD's rule for dense
+    # vertices: taken early, it joins many rows into one element (rajat19's LU).
+    athresh = N
+    if dense_degree >= 0:
         dt = dense_degree * sqrt(<double> N)
         if dt < 16.0:
             dt = 16.0
-        athresh = N if dt >= <double> N else <i64> dt
-        for c in range(n):
-            order[c] = EMPTY
-        for c in range(n):
-            if thick[c] == 0:
-                continue
-            deg = 0
+        if dt < <double> N:
+            athresh = <i64> dt
+    for c in range(n):
+        order[c] = EMPTY
+    for c in range(n):
+        if thick[c] == 0:
+            continue
+        deg = 0
+        order[c] = c
+        p = cstart[c]
+        while p < cstart[c] + clen[c] and deg <= athresh:
+            r = iw[p]
+            for q in range(rstart[r], rstart[r] + rlen[r]):
+                j = iw[q]
+                if order[j] != c:
+                    order[j] = c
+                    deg += 1
+            p += 1
+        # Every verdict reads the same graph: the set-aside columns leave it below.
+        score[c] = DENSE_IN_ATA if deg > athresh else deg
+    for c in range(n):
+        if score[c] == DENSE_IN_ATA:
+            thick[c] = 0
+            N -= 1
             for p in range(cstart[c], cstart[c] + clen[c]):
-                deg += rdeg[iw[p]] - 1
-            if deg <= athresh:
-                continue
-            deg = 0
-            order[c] = c
-            p = cstart[c]
-            while p < cstart[c] + clen[c] and deg <= athresh:
                 r = iw[p]
-                for q in range(rstart[r], rstart[r] + rlen[r]):
-                    j = iw[q]
-                    if order[j] != c:
-                        order[j] = c
-                        deg += 1
-                p += 1
-            if deg > athresh:
-                score[c] = DENSE_IN_ATA   # set aside below: every verdict reads one graph
-        for c in range(n):
-            if score[c] == DENSE_IN_ATA:
-                thick[c] = 0
-                N -= 1
-                for p in range(cstart[c], cstart[c] + clen[c]):
-                    r = iw[p]
-                    rdeg[r] -= 1
-                    if rdeg[r] == 0:
-                        rmark[r] = DEAD
+                rdeg[r] -= 1
+                if rdeg[r] == 0:
+                    rmark[r] = DEAD
 
-    # ---- initial scores: each row contributes its other columns (an upper bound) ----
+    # ---- degree lists (a neighbour set aside above still counts: a bound) ----
     for b in range(n + 1):
         head[b] = EMPTY
     for h in range(hsize):
@@ -317,9 +316,7 @@ cdef int _colamd_core(i64 m, i64 n, const i64* cp, const i64* ci, double dense_r
         if thick[c] == 0:
             ntail += 1
             continue
-        deg = 0
-        for p in range(cstart[c], cstart[c] + clen[c]):
-            deg += rdeg[iw[p]] - 1
+        deg = score[c]
         if deg > N - 1:
             deg = N - 1
         score[c] = deg
@@ -562,7 +559,8 @@ def colamd_order(indptr, indices, Py_ssize_t n_rows, Py_ssize_t n_cols, double d
     Qᵀ AᵀA Q, whatever rows it pivots on (George and Ng): the columns are ordered to
     keep that factor sparse. Each row of A is a clique of its columns in AᵀA, so the
     rows are the initial elements of a quotient graph whose variables are the columns,
-    eliminated by approximate minimum degree with element absorption, supercolumns
+    eliminated by approximate minimum degree (from exact initial degrees, as AMD's on
+    the graph, where COLAMD starts from a bound) with element absorption, supercolumns
     (indistinguishable columns, mass elimination) and aggressive absorption (Davis,
     Gilbert, Larimore and Ng, 2004). Dense rows are left out; dense and empty columns,
     columns whose rows are all dense and (as AMD orders dense vertices) columns of many
