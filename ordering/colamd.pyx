@@ -133,7 +133,7 @@ cdef int _colamd_core(i64 m, i64 n, const i64* cp, const i64* ci, double dense_r
     cdef i64 nnz = cp[n]
     cdef i64 iwlen = 2 * nnz + nnz // 5 + n + 16
     cdef i64* iw = <i64*> malloc(iwlen * sizeof(i64))
-    cdef i64* cws = <i64*> malloc((10 * n + 1) * sizeof(i64))
+    cdef i64* cws = <i64*> malloc((9 * n + 1) * sizeof(i64))
     cdef i64* rws = <i64*> malloc((4 * m + 1) * sizeof(i64))
     cdef i64* newiw
     if iw == NULL or cws == NULL or rws == NULL:
@@ -148,9 +148,9 @@ cdef int _colamd_core(i64 m, i64 n, const i64* cp, const i64* ci, double dense_r
     cdef i64* dnext = cws + 4 * n     # degree-list links; hash-bucket links for Lme columns
     cdef i64* dlast = cws + 5 * n     # degree-list links; hash value for Lme columns
     cdef i64* hhead = NULL            # hash buckets of the supercolumn search
-    cdef i64* cnext = cws + 7 * n     # chain of the columns a principal column stands for
-    cdef i64* ctail = cws + 8 * n
-    cdef i64* order = cws + 9 * n     # pivots in elimination order
+    cdef i64* cnext = cws + 6 * n     # chain of the columns a principal column stands for
+    cdef i64* ctail = cws + 7 * n
+    cdef i64* order = cws + 8 * n     # neighbour marks at first, then the pivots in order
     cdef i64* head = <i64*> malloc((n + 1) * sizeof(i64))    # degree buckets 0..n
     # A pass hashes the columns of Lme only, into as few buckets (a power of two, as many
     # as twice those columns) as keep the chains short: they stay in cache.
