@@ -44,6 +44,7 @@ SOURCES = {
     "pastixpy._graph": "ordering/graph.pyx",
     "pastixpy._amd": "ordering/amd.pyx",
     "pastixpy._matching": "ordering/matching.pyx",
+    "pastixpy._colamd": "ordering/colamd.pyx",
 }
 
 #: Extensions whose kernels run on OpenMP threads.

@@ -16,9 +16,10 @@ Two strategies, tried in turn (UMFPACK's, in spirit):
   of A + Aᵀ ordered, the diagonal preferred as pivot, so that the fill is the
   ordering's where the diagonal is strong (the ordering's forecast gives the budget);
 - unsymmetric, for a pattern that is not, or when the first spent its budget (its
-  pivots left the diagonal and made fill): the columns ordered by the graph of AᵀA
-  (dense rows left out, as COLAMD does), whose Cholesky factor bounds the fill of LU
-  with any row pivots, and the largest entry as pivot.
+  pivots left the diagonal and made fill): the columns ordered by minimum degree on
+  AᵀA, whose Cholesky factor bounds the fill of LU with any row pivots, without
+  forming AᵀA (COLAMD's method, :mod:`pastixpy._colamd`: A's rows are the initial
+  elements, dense rows left out), and the largest entry as pivot.
 
 What this path cannot certify goes to the pipeline, which factors from scratch and
 says why where it fails: a zero pivot (a singular matrix), a budget spent (factors
@@ -49,7 +50,7 @@ import scipy.sparse.linalg as sla
 
 from . import _simplicial, _simplicial_ldl
 from ._amd import amd_order
-from ._graph import column_intersection_adjacency
+from ._colamd import colamd_order
 from .matrix import symmetric_pattern
 from .options import Options
 from .solve_policy import SINGULAR_GROWTH, default_tol, equilibrated_growth
@@ -69,10 +70,10 @@ MAX_N_UNSYMMETRIC = 50000
 #: pivots off the diagonal have made fill the ordering did not plan for and the
 #: unsymmetric strategy is tried. The same budget bounds the flops the columns of L
 #: so far commit (the forecast's own measure, ``lu_factor``'s ``max_committed``): fill
-#: shows there columns before the flops it causes are spent. The unsymmetric strategy's
-#: forecast (AᵀA's Cholesky factor, a bound for any row pivots) overstates its flops
-#: too much to decide by: its budget is :data:`MAX_FLOPS_UNSYMMETRIC`, above this one
-#: for the reason of :data:`MAX_N_UNSYMMETRIC`.
+#: shows there columns before the flops it causes are spent. A forecast for the
+#: unsymmetric strategy (AᵀA's Cholesky factor, a bound for any row pivots) would
+#: overstate its flops too much to decide by: its budget is
+#: :data:`MAX_FLOPS_UNSYMMETRIC`, above this one for the reason of :data:`MAX_N_UNSYMMETRIC`.
 MAX_FLOPS = 5e6
 MAX_FLOPS_UNSYMMETRIC = 2e7
 FORECAST_GROWTH = 2.0
@@ -90,8 +91,9 @@ SYMMETRIC_PATTERN = 0.5
 #: unsymmetric one pivots on the largest (threshold 1).
 PIVOT_THRESHOLD = 0.1
 
-#: Rows with more entries than this times √n (and 16) are dense: left out of AᵀA's
-#: graph, whose clique they would make (COLAMD's default).
+#: Rows with more entries than this times √n (and 16) are dense: left out of the
+#: unsymmetric strategy's ordering (COLAMD's default), as the clique they would make
+#: in AᵀA's graph says nothing about the order.
 DENSE_ROW = 10.0
 
 #: Iterative refinement steps before the pipeline is asked instead.
@@ -268,17 +270,15 @@ def factor(C, ordering="auto"):
     for strategy in ("symmetric", "unsymmetric") if symmetric else ("unsymmetric",):
         budget = MAX_FLOPS if strategy == "symmetric" else MAX_FLOPS_UNSYMMETRIC
         committed = np.inf
-        if strategy == "unsymmetric":
-            dense = max(16, int(DENSE_ROW * np.sqrt(n)))
-            xadj, adjncy = column_intersection_adjacency(n, C.indptr, C.indices, dense)
         if ordering == "natural":
             q = np.arange(n, dtype=np.int64)
+        elif strategy == "unsymmetric":
+            q = colamd_order(C.indptr, C.indices, n, n, DENSE_ROW, check=False)
         else:
             q, forecast = amd_order(xadj, adjncy, n, with_flops=True, check=False)
-            if strategy == "symmetric":
-                if forecast > MAX_FLOPS:
-                    return None  # AᵀA's graph holds more fill still: the pipeline's
-                budget = committed = FORECAST_GROWTH * forecast + SLACK_FLOPS
+            if forecast > MAX_FLOPS:
+                return None  # AᵀA's graph holds more fill still: the pipeline's
+            budget = committed = FORECAST_GROWTH * forecast + SLACK_FLOPS
         threshold = PIVOT_THRESHOLD if strategy == "symmetric" else 1.0
         status, _, arrays, flops = _simplicial.lu_factor(
             C.indptr, C.indices, C.data, q, threshold, budget, committed

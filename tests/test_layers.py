@@ -54,6 +54,7 @@ LAYERS = [
             "_simplicial",
             "_simplicial_ldl",
             "_selinv",
+            "_colamd",
         ],
     ),
 ]
@@ -71,6 +72,7 @@ COMPILED = (
     "_simplicial",
     "_simplicial_ldl",
     "_selinv",
+    "_colamd",
 )
 
 
