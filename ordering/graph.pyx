@@ -375,6 +375,32 @@ cdef inline void _unpartnered(double a, double* asym_t, double* asym_h) noexcept
         asym_h[0] = a
 
 
+def transposed_pairs(idx_t n, const idx_t[::1] indptr, const idx_t[::1] indices):
+    """The number of off-diagonal pairs (i, j), (j, i) both in a canonical CSC pattern
+    (rows sorted in each column, no duplicates): 2 x this over the off-diagonal entries
+    is the fraction with a transposed partner, without forming A + Aᵀ. One pass, a
+    cursor per column as :func:`transpose_asymmetry`'s."""
+    if indptr.shape[0] != n + 1 or indices.shape[0] < indptr[n]:
+        raise ValueError("transposed_pairs: arrays inconsistent with n")
+    pos_a = np.asarray(indptr[:n], dtype=np.int64).copy() if n else np.zeros(1, np.int64)
+    cdef idx_t[::1] pos = pos_a
+    cdef idx_t i, j, k, p, pairs = 0
+    with nogil:
+        for j in range(n):
+            for k in range(indptr[j], indptr[j + 1]):
+                i = indices[k]
+                if i <= j:
+                    continue
+                p = pos[i]  # (i, j) below the diagonal: (j, i) in column i, rows sorted
+                while p < indptr[i + 1] and indices[p] < j:
+                    p += 1
+                if p < indptr[i + 1] and indices[p] == j:
+                    pairs += 1
+                    p += 1
+                pos[i] = p
+    return pairs
+
+
 def transpose_asymmetry(idx_t n, const idx_t[::1] indptr, const idx_t[::1] indices,
                         const values_t[::1] data):
     """How far a canonical CSC matrix (rows sorted in each column, no duplicates) is from

@@ -51,6 +51,7 @@ import scipy.sparse.linalg as sla
 from . import _simplicial, _simplicial_ldl
 from ._amd import amd_order
 from ._colamd import colamd_order
+from ._graph import transposed_pairs
 from .matrix import symmetric_pattern
 from .options import Options
 from .solve_policy import SINGULAR_GROWTH, default_tol, equilibrated_growth
@@ -262,11 +263,13 @@ def factor(C, ordering="auto"):
 
     if diagonal == n and past_budget(off / 2):
         return None  # the symmetric strategy's verdict, known before the graph is made
-    xadj, adjncy = symmetric_pattern(C)
-    matched = (2 * off - adjncy.size) / off if off else 1.0  # with a transposed partner
+    pairs = transposed_pairs(n, C.indptr, C.indices)
+    matched = 2 * pairs / off if off else 1.0  # with a transposed partner
     symmetric = matched >= SYMMETRIC_PATTERN or diagonal == n
-    if symmetric and past_budget(adjncy.size / 2):
-        return None
+    if symmetric:  # A + Aᵀ's graph, for AMD; an unsymmetric pattern needs none
+        xadj, adjncy = symmetric_pattern(C)
+        if past_budget(adjncy.size / 2):
+            return None
     for strategy in ("symmetric", "unsymmetric") if symmetric else ("unsymmetric",):
         budget = MAX_FLOPS if strategy == "symmetric" else MAX_FLOPS_UNSYMMETRIC
         committed = np.inf

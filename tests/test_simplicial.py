@@ -16,7 +16,7 @@ from test_numeric import backward_error
 import pastixpy
 from pastixpy import _simplicial, simplicial
 from pastixpy._amd import amd_order
-from pastixpy._graph import column_intersection_adjacency
+from pastixpy._graph import column_intersection_adjacency, transposed_pairs
 from pastixpy.gallery import laplacian, saddle_point
 from pastixpy.matrix import CSCView, canonical_csc, csc_view, symmetric_pattern
 
@@ -229,6 +229,28 @@ def test_column_intersection_adjacency_is_ata(n, density, seed):
     G.eliminate_zeros()
     G.sort_indices()
     assert np.array_equal(xadj, G.indptr) and np.array_equal(adjncy, G.indices)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    n=st.integers(1, 60),
+    density=st.floats(0.0, 0.4),
+    symmetric=st.floats(0.0, 1.0),
+    seed=st.integers(0, 10**6),
+)
+def test_transposed_pairs_counts_partnered_entries(n, density, symmetric, seed):
+    """The pairs (i, j), (j, i) the strategy choice counts, against the pattern and its
+    transpose intersected by scipy; a fraction of the entries mirrored, zeros stored."""
+    rng = np.random.default_rng(seed)
+    R = sp.random_array((n, n), density=density, rng=rng, format="csc")
+    M = R + sp.triu(R, k=1).T.multiply(rng.random((n, n)) < symmetric)
+    C = canonical_csc(sp.csc_array(M))
+    C.data[rng.random(C.nnz) < 0.1] = 0.0  # stored zeros count as entries
+    P = sp.csc_array((np.ones(C.nnz), C.indices, C.indptr), shape=(n, n))
+    both = P.multiply(P.T)
+    both.setdiag(0)
+    expect = int(both.sum()) // 2
+    assert transposed_pairs(n, C.indptr, C.indices) == expect
 
 
 # ---------------------------------------------------------------------------- the path
