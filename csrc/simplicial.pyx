@@ -584,9 +584,9 @@ def diagonal_nonzeros(const idx_t[::1] Ap, const idx_t[::1] Ai, const scalar_t[:
 
 def lu_checks(const idx_t[::1] Ap, const scalar_t[::1] Ax, const scalar_t[::1] Ux,
               const scalar_t[::1] udiag, const idx_t[::1] q):
-    """What the small path's verdict reads of complete factors of :func:`lu_factor`, in
-    one pass: ``(top, smallest)``, top the largest magnitude in U (its diagonal
-    included), smallest the least |u_kk| relative to the largest magnitude in column
+    """What the small path's verdict reads of complete factors of :func:`lu_factor` and
+    the matrix A they factor, in one pass: ``(top, smallest)``, top the largest
+    magnitude in U (its diagonal included), smallest the least |u_kk| relative to the largest magnitude in column
     q[k] of A (inf where n = 0; a zero column, which a complete factorization never
     meets, is left out)."""
     cdef idx_t n = udiag.shape[0], j, p

@@ -7,7 +7,7 @@ import numpy as np
 
 cimport numpy as cnp
 from libc.stdint cimport int64_t
-from libc.math cimport fabs, hypot
+from libc.math cimport fabs, hypot, isfinite
 from libc.stdlib cimport qsort
 
 cnp.import_array()
@@ -491,3 +491,32 @@ def inf_norm(idx_t n, const idx_t[::1] indptr, const idx_t[::1] indices,
             if sums[i] > best:
                 best = sums[i]
     return best
+
+
+def is_canonical_csc(idx_t n, const idx_t[::1] indptr, const idx_t[::1] indices,
+                     const values_t[::1] data):
+    """Whether n x n CSC arrays are canonical as :func:`pastixpy.matrix.canonical_csc`
+    makes them (finiteness included), in one pass: indptr starts at 0 and never falls,
+    ends within the other arrays, each column's rows strictly increasing within [0, n),
+    every value finite. What fails is left to ``canonical_csc`` to name."""
+    if indptr.shape[0] != n + 1 or n == 0 or indptr[0] != 0:
+        return False
+    cdef idx_t nnz = indptr[n], j, k, last
+    if nnz < 0 or nnz > indices.shape[0] or nnz > data.shape[0]:
+        return False
+    cdef bint ok = True
+    with nogil:
+        for j in range(n):
+            if indptr[j + 1] < indptr[j] or indptr[j + 1] > nnz:
+                ok = False
+                break
+            last = -1
+            for k in range(indptr[j], indptr[j + 1]):
+                if indices[k] <= last or indices[k] >= n or not isfinite(_abs(data[k])):
+                    ok = False
+                    break
+                last = indices[k]
+            if not ok:
+                break
+    return bool(ok)
+

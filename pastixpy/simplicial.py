@@ -132,10 +132,6 @@ class SimplicialLU:
     q: np.ndarray
     strategy: str
     flops: float
-    #: :func:`pastixpy._simplicial.lu_checks` of the factored matrix: the largest
-    #: magnitude in U, and the smallest |u_kk| relative to its column of A.
-    top: float
-    smallest: float
 
     def apply_inverse(self, R):
         """A⁻¹ R for a 2-D R of the factors' dtype."""
@@ -166,7 +162,8 @@ class SimplicialLU:
         """The largest magnitude in U over ``norm_a`` (‖A‖∞): how far elimination grew
         the entries, which bounds the factorization's backward error (a multiple of
         eps times it)."""
-        return float(self.top) / norm_a if norm_a else np.inf
+        top = max(np.abs(self.arrays[5]).max(initial=0.0), np.abs(self.arrays[6]).max())
+        return float(top) / norm_a if norm_a else np.inf
 
     def smallest_pivot(self, C, scaling=None):
         """The smallest magnitude on U's diagonal relative to the largest entry of its
@@ -175,7 +172,7 @@ class SimplicialLU:
         matrix's largest entry, as the pipeline's static pivoting measures a pivot on
         its scaled matrix."""
         if scaling is None:
-            return self.smallest
+            return _simplicial.lu_checks(C.indptr, C.data, *self.arrays[5:7], self.q)[1]
         udiag = np.abs(self.arrays[6])
         dr, dc = scaling
         prow = self.gathers()["N"][0]
@@ -287,8 +284,7 @@ def factor(C, ordering="auto"):
             C.indptr, C.indices, C.data, q, threshold, budget, committed
         )
         if status == _simplicial.OK:
-            top, smallest = _simplicial.lu_checks(C.indptr, C.data, arrays[5], arrays[6], q)
-            return SimplicialLU(arrays, q, strategy, flops, top, smallest)
+            return SimplicialLU(arrays, q, strategy, flops)
         if status == _simplicial.ZERO_PIVOT:
             return None  # singular: the pipeline says where
     return None

@@ -534,12 +534,69 @@ def duplicated(A):
         lambda A: sp.csc_matrix(A)[:, :-1],
         unsorted,
         lambda A: duplicated(A),
+        lambda A: with_entry(A, "data", 3, np.nan),
+        lambda A: with_entry(A, "indices", 3, 36),
+        lambda A: with_entry(A, "indices", 3, -1),
+        lambda A: with_entry(A, "indptr", 3, 0),
     ],
-    ids=["csr", "float32", "not-square", "unsorted", "duplicate"],
+    ids=[
+        "csr",
+        "float32",
+        "not-square",
+        "unsorted",
+        "duplicate",
+        "nan",
+        "row-36",
+        "row-1",
+        "indptr",
+    ],
 )
 def test_csc_view_leaves_other_inputs_to_canonical_csc(make):
     A = canonical_csc(laplacian((6, 6)))
     assert csc_view(make(A)) is None
+
+
+def with_entry(A, name, k, value):
+    """A (36 x 36) with entry k of one of its arrays set to ``value``, unchecked."""
+    A = sp.csc_matrix(A, copy=True)
+    getattr(A, name)[k] = value
+    return A
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.integers(1, 30),
+    density=st.floats(0.0, 0.5),
+    seed=st.integers(0, 10**6),
+    spoil=st.sampled_from(["none", "swap", "repeat", "nan", "inf", "range"]),
+)
+def test_csc_view_accepts_exactly_what_canonical_csc_keeps(n, density, seed, spoil):
+    """The one-pass check (``_graph.is_canonical_csc``) against canonical_csc: an input it
+    accepts is canonical_csc's result bit for bit; one spoiled (rows swapped or repeated
+    in a column, a NaN or Inf, a row out of range) is refused."""
+    rng = np.random.default_rng(seed)
+    A = sp.csc_matrix(sp.random_array((n, n), density=density, rng=rng) + sp.eye_array(n))
+    counts = np.diff(A.indptr)
+    col = int(np.argmax(counts))
+    k = int(A.indptr[col])
+    if spoil in ("swap", "repeat") and counts[col] < 2:
+        spoil = "none"
+    if spoil == "swap":
+        A.indices[k], A.indices[k + 1] = A.indices[k + 1], A.indices[k]
+    elif spoil == "repeat":
+        A.indices[k + 1] = A.indices[k]
+    elif spoil in ("nan", "inf"):
+        A.data[k] = np.nan if spoil == "nan" else -np.inf
+    elif spoil == "range":
+        A.indices[k] = n
+    V = csc_view(A)
+    assert (V is None) == (spoil != "none")
+    if V is not None:
+        C = canonical_csc(A)
+        for got, want in zip(
+            (V.indptr, V.indices, V.data), (C.indptr, C.indices, C.data), strict=True
+        ):
+            assert np.array_equal(got, want)
 
 
 def test_spsolve_reading_in_place_gives_the_same_bits_and_leaves_a_alone(monkeypatch):
