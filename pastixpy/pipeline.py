@@ -254,10 +254,12 @@ def _small_path(C, checked, options, seconds):
         equilibrated_growth=True,
     )
     small = np.sqrt(np.finfo(C.dtype).eps)
-    if factors.smallest_pivot(C) < small:  # maybe a bad scaling: measured as the pipeline does
+    top, smallest = factors.pivot_checks(C)
+    if smallest < small:  # maybe a bad scaling: measured as the pipeline does
         if factors.smallest_pivot(C, solver.equilibration) < small:
             return None  # the pipeline's static pivoting, and its words on singular matrices
-    if factors.growth(norm_a) > SMALL_PATH_GROWTH and not solve_policy.probe(solver):
+    growth = top / norm_a if norm_a else np.inf
+    if growth > SMALL_PATH_GROWTH and not solve_policy.probe(solver):
         return None
     seconds["verify"] = time.perf_counter() - t1
     nnz_l = (

@@ -158,21 +158,19 @@ class SimplicialLU:
         """Bytes of the factors' arrays (indices included)."""
         return int(sum(a.nbytes for a in self.arrays))
 
-    def growth(self, norm_a):
-        """The largest magnitude in U over ``norm_a`` (‖A‖∞): how far elimination grew
-        the entries, which bounds the factorization's backward error (a multiple of
-        eps times it)."""
-        top = max(np.abs(self.arrays[5]).max(initial=0.0), np.abs(self.arrays[6]).max())
-        return float(top) / norm_a if norm_a else np.inf
+    def pivot_checks(self, C):
+        """``(top, smallest)`` in one kernel pass (:func:`pastixpy._simplicial.lu_checks`):
+        the largest magnitude in U, which over ‖A‖∞ is how far elimination grew the
+        entries and bounds the factorization's backward error (a multiple of eps times
+        it); the smallest magnitude on U's diagonal relative to the largest entry of
+        its column in C, the factored matrix."""
+        return _simplicial.lu_checks(C.indptr, C.data, *self.arrays[5:7], self.q)
 
-    def smallest_pivot(self, C, scaling=None):
-        """The smallest magnitude on U's diagonal relative to the largest entry of its
-        column in C (the factored matrix); with ``scaling`` (D_r, D_c), that of the LU
-        of D_r C D_c with the same pivots (U's diagonal scaled by them) relative to that
+    def smallest_pivot(self, C, scaling):
+        """The smallest magnitude on U's diagonal of the LU of D_r C D_c with the same
+        pivots (U's diagonal scaled by ``scaling`` = (D_r, D_c)) relative to that
         matrix's largest entry, as the pipeline's static pivoting measures a pivot on
         its scaled matrix."""
-        if scaling is None:
-            return _simplicial.lu_checks(C.indptr, C.data, *self.arrays[5:7], self.q)[1]
         udiag = np.abs(self.arrays[6])
         dr, dc = scaling
         prow = self.gathers()["N"][0]
@@ -365,18 +363,17 @@ class SimplicialLDL:
         """Bytes of the factors' arrays (indices included)."""
         return int(sum(a.nbytes for a in (self.Lp, self.Li, self.Lx, self.D, self.p)))
 
-    def growth(self, norm_a):
-        """The largest magnitude in D and in L D's columns over ``norm_a`` (‖A‖∞): the
-        counterpart of U's entries in LU (U = D Lᵀ), which bound the backward error."""
-        return float(self.top) / norm_a if norm_a else np.inf
+    def pivot_checks(self, C):
+        """``(top, smallest)``, :meth:`SimplicialLU.pivot_checks`'s for L D Lᵀ: the
+        largest magnitude in D and in L D's columns (U = D Lᵀ's entries), the smallest
+        |D_k| relative to the largest entry of its column in C (made with the factors,
+        by :func:`pastixpy._simplicial_ldl.ldl_checks`)."""
+        return self.top, self.smallest
 
-    def smallest_pivot(self, C, scaling=None):
-        """The smallest |D_k| relative to the largest entry of its column in C; with
-        ``scaling`` (D_r, D_c), that of D_r C D_c (D scaled likewise) relative to that
-        matrix's largest entry, as :meth:`SimplicialLU.smallest_pivot`."""
+    def smallest_pivot(self, C, scaling):
+        """The smallest |D_k| of D_r C D_c (D scaled likewise, ``scaling`` = (D_r, D_c))
+        relative to that matrix's largest entry, as :meth:`SimplicialLU.smallest_pivot`."""
         d = np.abs(self.D)
-        if scaling is None:
-            return self.smallest
         dr, dc = scaling
         col = np.repeat(np.arange(C.shape[0]), np.diff(C.indptr))
         top = (np.abs(C.data) * dr[C.indices] * dc[col]).max()

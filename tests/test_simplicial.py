@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import scipy.sparse.linalg as sla
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from test_numeric import backward_error
 
@@ -610,3 +610,19 @@ def test_spsolve_reading_in_place_gives_the_same_bits_and_leaves_a_alone(monkeyp
     assert np.array_equal(x_view, x_copy)
     after = (A.data, A.indices, A.indptr)
     assert all(np.array_equal(a, c) for a, c in zip(after, before, strict=True))
+
+
+@settings(max_examples=20, deadline=None)
+@given(n=st.integers(2, 80), seed=st.integers(0, 10**6), complex_=st.booleans())
+def test_lu_pivot_checks_match_their_definitions(n, seed, complex_):
+    """``lu_checks``, which factorize's small path reads: the largest magnitude in U and
+    the least |u_kk| over the largest entry of column q[k] of A, against numpy."""
+    C = unsymmetric(n, 0.1, seed, complex_)
+    F = simplicial.factor(C)
+    assume(F is not None)
+    Ux, udiag = F.arrays[5], F.arrays[6]
+    top = max(np.abs(Ux).max(initial=0.0), np.abs(udiag).max())
+    colmax = np.abs(C.toarray()).max(axis=0)[F.q]
+    got_top, got_smallest = F.pivot_checks(C)
+    assert got_top == pytest.approx(top, rel=1e-12)
+    assert got_smallest == pytest.approx((np.abs(udiag) / colmax).min(), rel=1e-12)
