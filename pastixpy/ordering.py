@@ -89,12 +89,14 @@ METIS_SECOND_RUN_MIN_VERTICES = 100_000
 METIS_SECOND_RUN_FLOPS = 5e11
 
 
-#: METIS's ``parallel`` option: True orders the two halves of the top vertex separator
-#: at the same time, one in a forked child, where the process may fork and the graph has
-#: :data:`SPLIT_MIN_VERTICES` or more (:func:`pastixpy.ordering_methods.metis_split_perm`);
-#: None (the default) does so where it is forecast to pay (:data:`SPLIT_MAX_FLOPS_PER_ENTRY`)
-#: and no speculative second run starts; False never.
-METIS_PARALLEL = None
+#: METIS's ``parallel`` option by default. True orders the two halves of the top vertex
+#: separator at the same time, one in a forked child, where the process may fork and the
+#: graph has :data:`SPLIT_MIN_VERTICES` or more
+#: (:func:`pastixpy.ordering_methods.metis_split_perm`); None does so where it is
+#: forecast to pay (:data:`SPLIT_MAX_FLOPS_PER_ENTRY`) and no speculative second run
+#: starts; False never. False until the split is measured to pay on an idle two-core
+#: machine (see docs/analysis.md: on this shared one it did not).
+METIS_PARALLEL = False
 
 #: The split orders graphs of at least this many vertices (after compression) only: on
 #: smaller ones a METIS run takes too little for a fork and a separator to pay.

@@ -199,6 +199,12 @@ def test_parallel_default_splits_where_the_forecast_says(monkeypatch):
     monkeypatch.setattr(ordering, "SPLIT_MIN_VERTICES", 0)
     A = laplacian((14, 14, 14))
     started = _recording(monkeypatch)
+    # The default leaves the split off.
+    assert ordering.METIS_PARALLEL is False
+    default = pastixpy.analyze(A, ordering="metis", threads=2)
+    assert started == []
+    assert np.array_equal(default.perm, pastixpy.analyze(A, ordering="metis", threads=1).perm)
+    monkeypatch.setattr(ordering, "METIS_PARALLEL", None)
     split = pastixpy.analyze(A, ordering="metis", threads=2)
     assert started == [True]
     assert np.array_equal(split.perm, pastixpy.analyze(A, ordering=PARALLEL, threads=2).perm)
