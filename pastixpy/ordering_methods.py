@@ -236,6 +236,15 @@ def vertex_separator(xadj, adjncy, weights, seed, ufactor, how="cover"):
     side : int8 array
         0 or 1 for the vertices of either half, 2 for the separator's. No edge joins
         a vertex of side 0 to one of side 1.
+
+    Examples
+    --------
+    >>> from pastixpy.gallery import laplacian
+    >>> from pastixpy.matrix import canonical_csc, symmetric_pattern
+    >>> xadj, adjncy = symmetric_pattern(canonical_csc(laplacian((10, 10))))
+    >>> side = vertex_separator(xadj, adjncy, None, seed=0, ufactor=200)
+    >>> np.flatnonzero(side == 2).tolist()  # a grid line
+    [5, 15, 25, 35, 45, 55, 65, 75, 85, 95]
     """
     import pymetis
 
@@ -320,6 +329,15 @@ def metis_split_perm(graph, seed, ufactor, children=1, how="cover", balance=None
     orders the other, and the order is the first half's, the second's, then the
     separator's. Where no child can be forked, or one fails, its half is ordered here:
     the permutation is the same either way.
+
+    Examples
+    --------
+    >>> from pastixpy.gallery import laplacian
+    >>> from pastixpy.matrix import canonical_csc, symmetric_pattern
+    >>> graph = compress_graph(*symmetric_pattern(canonical_csc(laplacian((10, 10)))))
+    >>> perm = metis_split_perm(graph, seed=0, ufactor=200, children=0)
+    >>> perm[-10:].tolist()  # the separator last
+    [5, 15, 25, 35, 45, 55, 65, 75, 85, 95]
     """
     import pymetis  # noqa: F401  (imported before any fork: the child only calls it)
 
