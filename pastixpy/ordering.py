@@ -94,9 +94,9 @@ METIS_SECOND_RUN_FLOPS = 5e11
 #: graph has :data:`SPLIT_MIN_VERTICES` or more
 #: (:func:`pastixpy.ordering_methods.metis_split_perm`); None does so where it is
 #: forecast to pay (:data:`SPLIT_MAX_FLOPS_PER_ENTRY`) and no speculative second run
-#: starts; False never. False by default for now: with a second core free, None saved
-#: 7% of factorize's time on a 3D Laplacian 40³ and 13% on 60³, and nothing when the
-#: other core is busy (see docs/analysis.md).
+#: starts; False never. False by default for now: with a second core free, the split
+#: saved 15% of factorize's time on a 3D Laplacian 40³, 13% on 60³, 5% on
+#: convection-diffusion 60³, and nothing when the other core is busy (docs/analysis.md).
 METIS_PARALLEL = False
 
 #: The split orders graphs of at least this many vertices (after compression) only: on
