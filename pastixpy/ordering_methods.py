@@ -16,7 +16,11 @@ from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components, reverse_cuthill_mckee
+from scipy.sparse.csgraph import (
+    connected_components,
+    maximum_bipartite_matching,
+    reverse_cuthill_mckee,
+)
 
 from ._graph import indistinguishable_groups, quotient_adjacency
 from .errors import InvalidInputError, OptionError
@@ -211,6 +215,160 @@ def metis_runs(graph, seed, ufactors, cost, children=0, min_cost=0, redo=True):
     finally:
         for child in started.values():
             child.kill()
+
+
+#: How :func:`vertex_separator` turns METIS's edge bisection into a vertex separator:
+#: ``"cover"``, a minimum vertex cover of the cut edges (König's theorem, from a maximum
+#: matching of their bipartite graph), or ``"boundary"``, the boundary of the lighter side.
+SEPARATORS = ("cover", "boundary")
+
+
+def vertex_separator(xadj, adjncy, weights, seed, ufactor, how="cover"):
+    """A vertex separator of a graph, from METIS's edge bisection.
+
+    METIS bisects the (weighted) graph into two sides with few cut edges; every cut edge
+    then needs one endpoint in the separator. ``how="cover"`` takes a minimum vertex
+    cover of the cut edges (fewest vertices, not least weight), ``"boundary"`` every
+    vertex of the lighter side with a neighbour on the other.
+
+    Returns
+    -------
+    side : int8 array
+        0 or 1 for the vertices of either half, 2 for the separator's. No edge joins
+        a vertex of side 0 to one of side 1.
+
+    Examples
+    --------
+    >>> from pastixpy.gallery import laplacian
+    >>> from pastixpy.matrix import canonical_csc, symmetric_pattern
+    >>> xadj, adjncy = symmetric_pattern(canonical_csc(laplacian((10, 10))))
+    >>> side = vertex_separator(xadj, adjncy, None, seed=0, ufactor=200)
+    >>> np.flatnonzero(side == 2).tolist()  # a grid line
+    [5, 15, 25, 35, 45, 55, 65, 75, 85, 95]
+    """
+    import pymetis
+
+    if how not in SEPARATORS:
+        raise OptionError(f"the separator must be one of {SEPARATORS}, got {how!r}")
+    nv = xadj.shape[0] - 1
+    options = pymetis.Options(seed=seed, ufactor=ufactor)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        _, part = pymetis.part_graph(
+            2, pymetis.CSRAdjacency(xadj, adjncy), vweights=weights, options=options
+        )
+    side = np.asarray(part, dtype=np.int8)
+    src = np.repeat(np.arange(nv, dtype=np.int64), np.diff(xadj))
+    cut = side[src] != side[adjncy]
+    if not cut.any():
+        return side
+    if how == "boundary":
+        w = np.ones(nv, dtype=np.int64) if weights is None else np.asarray(weights)
+        lighter = int(w[side == 1].sum() < w[side == 0].sum())
+        side[src[cut & (side[src] == lighter)]] = 2
+        return side
+    side[_cut_cover(src[cut], adjncy[cut], side, nv)] = 2
+    return side
+
+
+def _cut_cover(src, dst, side, nv):
+    """A minimum vertex cover of the cut edges ``src -> dst`` (both directions listed):
+    König's construction from a maximum matching of their bipartite graph, rows the
+    side-0 endpoints, columns the side-1 ones. Those reached from an unmatched row by
+    alternating paths (Z): the cover is the rows outside Z and the columns in Z."""
+    keep = side[src] == 0
+    left, right = src[keep], dst[keep]
+    rows, li = np.unique(left, return_inverse=True)
+    cols, ri = np.unique(right, return_inverse=True)
+    bip = sp.csr_array((np.ones(li.size, dtype=np.int8), (li, ri)), shape=(rows.size, cols.size))
+    bip.sum_duplicates()
+    mate = maximum_bipartite_matching(bip, perm_type="column")  # row i -> column, or -1
+    col_mate = np.full(cols.size, -1, dtype=np.int64)
+    matched = mate >= 0
+    col_mate[mate[matched]] = np.flatnonzero(matched)
+    bipT = bip.T.tocsr()
+    in_z = ~matched  # rows in Z
+    frontier = in_z.copy()
+    cols_z = np.zeros(cols.size, dtype=bool)
+    while frontier.any():
+        # From rows in Z along any edge (the one matched edge of a reached row leads back
+        # to a column already in Z), then from each new column along its matched edge.
+        reached = (bipT @ frontier.astype(np.int8)) > 0
+        new_cols = reached & ~cols_z
+        cols_z |= new_cols
+        back = col_mate[new_cols]
+        back = back[back >= 0]
+        frontier = np.zeros(rows.size, dtype=bool)
+        frontier[back] = True
+        frontier &= ~in_z
+        in_z |= frontier
+    return np.concatenate([rows[~in_z], cols[cols_z]])
+
+
+def induced_subgraph(xadj, adjncy, keep):
+    """The subgraph on the vertices where ``keep`` is True, renumbered in their order:
+    ``(xadj, adjncy)`` and those vertices' indices."""
+    nv = xadj.shape[0] - 1
+    vertices = np.flatnonzero(keep).astype(np.int64)
+    new = np.full(nv, -1, dtype=np.int64)
+    new[vertices] = np.arange(vertices.size, dtype=np.int64)
+    src = np.repeat(np.arange(nv, dtype=np.int64), np.diff(xadj))
+    both = keep[src] & keep[adjncy]
+    sxadj = np.zeros(vertices.size + 1, dtype=np.int64)
+    np.cumsum(np.bincount(new[src[both]], minlength=vertices.size), out=sxadj[1:])
+    return sxadj, new[adjncy[both]], vertices
+
+
+def metis_split_perm(graph, seed, ufactor, children=1, how="cover", balance=None):
+    """Nested dissection of an :class:`OrderedGraph` whose top level is split by hand so
+    its two halves are ordered at the same time, expanded to the original vertices.
+
+    The top vertex separator comes from :func:`vertex_separator`; each half is ordered
+    by METIS's nested dissection (:func:`metis_perm`), one in a forked child
+    (:func:`pastixpy.runtime.fork_child`) when ``children`` allows while this process
+    orders the other, and the order is the first half's, the second's, then the
+    separator's. Where no child can be forked, or one fails, its half is ordered here:
+    the permutation is the same either way.
+
+    Examples
+    --------
+    >>> from pastixpy.gallery import laplacian
+    >>> from pastixpy.matrix import canonical_csc, symmetric_pattern
+    >>> graph = compress_graph(*symmetric_pattern(canonical_csc(laplacian((10, 10)))))
+    >>> perm = metis_split_perm(graph, seed=0, ufactor=200, children=0)
+    >>> perm[-10:].tolist()  # the separator last
+    [5, 15, 25, 35, 45, 55, 65, 75, 85, 95]
+    """
+    import pymetis  # noqa: F401  (imported before any fork: the child only calls it)
+
+    balance = ufactor if balance is None else balance
+    side = vertex_separator(graph.xadj, graph.adjncy, graph.weights, seed, balance, how)
+    halves = [induced_subgraph(graph.xadj, graph.adjncy, side == s) for s in (0, 1)]
+
+    def run(half):
+        xadj, adjncy, vertices = half
+        if adjncy.size == 0:  # no edges: any order fills nothing
+            return vertices
+        weights = None if graph.weights is None else graph.weights[vertices]
+        return vertices[metis_perm(xadj, adjncy, weights, seed, ufactor)]
+
+    child = None
+    if children > 0 and halves[0][1].size:
+        try:
+            child = fork_child(lambda: run(halves[0]))
+        except OSError:  # no process to spare (limits, memory): both halves here
+            child = None
+    try:
+        second = run(halves[1])
+    except BaseException:
+        if child is not None:
+            child.kill()
+        raise
+    first = child.wait() if child is not None else None  # None: the child failed
+    if first is None or first.size != halves[0][2].size:
+        first = run(halves[0])
+    qperm = np.concatenate([first, second, np.flatnonzero(side == 2).astype(np.int64)])
+    return graph.expand(qperm)
 
 
 def check_pairs(pairs, n, xadj, adjncy):
