@@ -92,12 +92,11 @@ METIS_SECOND_RUN_FLOPS = 5e11
 #: METIS's ``parallel`` option by default. True orders the two halves of the top vertex
 #: separator at the same time, one in a forked child, where the process may fork and the
 #: graph has :data:`SPLIT_MIN_VERTICES` or more
-#: (:func:`pastixpy.ordering_methods.metis_split_perm`); None does so where it is
-#: forecast to pay (:data:`SPLIT_MAX_FLOPS_PER_ENTRY`) and no speculative second run
-#: starts; False never. False by default for now: with a second core free, the split
-#: saved 15% of factorize's time on a 3D Laplacian 40³, 13% on 60³, 5% on
-#: convection-diffusion 60³, and nothing when the other core is busy (docs/analysis.md).
-METIS_PARALLEL = False
+#: (:func:`pastixpy.ordering_methods.metis_split_perm`); None (the default) does so where
+#: it is forecast to pay (:data:`SPLIT_MAX_FLOPS_PER_ENTRY`) and no speculative second
+#: run starts; False never. With a second core free the split shortens factorize by
+#: about a seventh on 3D Laplacians of 40³-60³ (docs/analysis.md).
+METIS_PARALLEL = None
 
 #: The split orders graphs of at least this many vertices (after compression) only: on
 #: smaller ones a METIS run takes too little for a fork and a separator to pay.

@@ -199,12 +199,16 @@ def test_parallel_default_splits_where_the_forecast_says(monkeypatch):
     monkeypatch.setattr(ordering, "SPLIT_MIN_VERTICES", 0)
     A = laplacian((14, 14, 14))
     started = _recording(monkeypatch)
-    # The default leaves the split off.
-    assert ordering.METIS_PARALLEL is False
-    default = pastixpy.analyze(A, ordering="metis", threads=2)
+    # False leaves the split off.
+    monkeypatch.setattr(ordering, "METIS_PARALLEL", False)
+    off = pastixpy.analyze(A, ordering="metis", threads=2)
     assert started == []
-    assert np.array_equal(default.perm, pastixpy.analyze(A, ordering="metis", threads=1).perm)
-    monkeypatch.setattr(ordering, "METIS_PARALLEL", None)
+    assert np.array_equal(off.perm, pastixpy.analyze(A, ordering="metis", threads=1).perm)
+    # The default (None) splits where the forecast says it pays.
+    monkeypatch.undo()
+    monkeypatch.setattr(ordering, "SPLIT_MIN_VERTICES", 0)
+    started = _recording(monkeypatch)
+    assert ordering.METIS_PARALLEL is None
     split = pastixpy.analyze(A, ordering="metis", threads=2)
     assert started == [True]
     assert np.array_equal(split.perm, pastixpy.analyze(A, ordering=PARALLEL, threads=2).perm)
