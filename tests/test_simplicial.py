@@ -16,7 +16,7 @@ from test_numeric import backward_error
 import pastixpy
 from pastixpy import _simplicial, simplicial
 from pastixpy._amd import amd_order
-from pastixpy._graph import column_intersection_adjacency, transposed_pairs
+from pastixpy._graph import transposed_pairs
 from pastixpy.gallery import laplacian, saddle_point
 from pastixpy.matrix import CSCView, canonical_csc, csc_view, symmetric_pattern
 
@@ -212,23 +212,6 @@ def test_lu_factor_counts_flops():
     q = np.arange(n, dtype=np.int64)
     *_, flops = _simplicial.lu_factor(C.indptr, C.indices, C.data, q, 0.1, 1e30)
     assert flops == 2 * sum((n - 1 - i) ** 2 for i in range(n))
-
-
-@settings(max_examples=25, deadline=None)
-@given(n=st.integers(1, 60), density=st.floats(0.01, 0.3), seed=st.integers(0, 10**6))
-def test_column_intersection_adjacency_is_ata(n, density, seed):
-    rng = np.random.default_rng(seed)
-    C = canonical_csc(sp.random_array((n, n), density=density, rng=rng) + sp.eye_array(n))
-    dense = int(rng.integers(1, n + 2))
-    xadj, adjncy = column_intersection_adjacency(n, C.indptr, C.indices, dense)
-    P = (C != 0).astype(np.float64)
-    counts = np.diff(sp.csr_array(C).indptr)
-    P = sp.diags_array((counts <= dense).astype(np.float64)) @ P  # dense rows out
-    G = sp.csr_array(P.T @ P)
-    G.setdiag(0)
-    G.eliminate_zeros()
-    G.sort_indices()
-    assert np.array_equal(xadj, G.indptr) and np.array_equal(adjncy, G.indices)
 
 
 @settings(max_examples=25, deadline=None)
