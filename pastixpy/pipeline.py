@@ -207,6 +207,28 @@ def _small_path_applies(C, checked, options):
     return simplicial.applies(C, defaults, None)
 
 
+#: A pivot of the small path's LU is taken for zero (the matrix for singular: the
+#: pipeline's static pivoting and its words on singular matrices) at most this many
+#: times its rounding error bound, n eps times the growth, relative to its column.
+SMALL_PATH_PIVOT_ROUNDOFF = 10.0
+
+
+def _smallest_kept_pivot(kind, n, growth, dtype):
+    """The smallest pivot (relative to its column of A) the small path keeps.
+
+    LU with threshold partial pivoting is backward stable however small a pivot is,
+    as long as the growth stays bounded (:data:`SMALL_PATH_GROWTH` checks it): only a
+    pivot within its own rounding error says nothing, and means a singular matrix. It is
+    what spsolve's same LU does, whose solves the same backward error and growth checks
+    certify; a nearly singular matrix (nnc1374's pivots reach 8e-10) keeps its LU instead
+    of paying for the pipeline. The symmetric kinds' LDLᵀ does not pivot: a pivot below
+    √eps goes to the pipeline, as its static pivoting would perturb it."""
+    eps = np.finfo(dtype).eps
+    if kind.name != "lu":
+        return float(np.sqrt(eps))
+    return float(SMALL_PATH_PIVOT_ROUNDOFF * n * eps * max(1.0, growth))
+
+
 def _small_path(C, checked, options, seconds):
     """The State of a small matrix factored by spsolve's simplicial LU, or for a symmetric
     kind by the simplicial LDLᵀ (LDLᴴ) without pivoting, whose D decides whether LLᵀ
@@ -253,12 +275,12 @@ def _small_path(C, checked, options, seconds):
         gathers=factors.gathers(),
         equilibrated_growth=True,
     )
-    small = np.sqrt(np.finfo(C.dtype).eps)
     top, smallest = factors.pivot_checks(C)
+    growth = top / norm_a if norm_a else np.inf
+    small = _smallest_kept_pivot(kind, n, growth, C.dtype)
     if smallest < small:  # maybe a bad scaling: measured as the pipeline does
         if factors.smallest_pivot(C, solver.equilibration) < small:
             return None  # the pipeline's static pivoting, and its words on singular matrices
-    growth = top / norm_a if norm_a else np.inf
     if growth > SMALL_PATH_GROWTH and not solve_policy.probe(solver):
         return None
     seconds["verify"] = time.perf_counter() - t1

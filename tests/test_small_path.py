@@ -207,6 +207,27 @@ def test_singular_matrices_are_reported_as_by_the_pipeline():
         F.solve(np.random.default_rng(0).standard_normal(60))
 
 
+def test_nearly_singular_matrix_keeps_its_lu():
+    """A pivot far below √eps but far above its rounding error (a column that almost
+    repeats two others) is a genuine pivot of a partial-pivoting LU: factorize keeps the
+    small path's LU, as spsolve does, and its solves still meet the tolerance."""
+    A = unsymmetric(60, 8).toarray()
+    rng = np.random.default_rng(11)
+    A[:, 7] = A[:, 3] + A[:, 9] + 1e-11 * rng.standard_normal(60)
+    A = sp.csc_array(A)
+    C = canonical_csc(A)
+    _, smallest = simplicial.factor(C).pivot_checks(C)
+    assert 1e-14 < smallest < 1e-9  # below the pipeline's static pivoting threshold
+    F = pastixpy.factorize(A)
+    assert F.stats["path"] == "simplicial" and F.stats["perturbed_pivots"] == 0
+    b = rng.standard_normal(60)
+    x = F.solve(b)
+    assert backward_error(A, x, b).max() < 1e-14
+    y = np.linalg.solve(A.toarray(), b)
+    cond = np.linalg.cond(A.toarray(), 1)
+    assert np.abs(x - y).max() <= 1e-14 * cond * np.abs(y).max()
+
+
 def test_over_budget_matrices_take_the_pipeline():
     A = convection_diffusion3d(12)  # 1,728 unknowns, its LU past the flop budget
     C = canonical_csc(A)
