@@ -1,5 +1,6 @@
 """Input checks and the canonical form of a matrix: CSC, sorted, duplicates summed."""
 
+import functools
 import warnings
 from dataclasses import dataclass
 
@@ -132,12 +133,36 @@ class CSCView:
 
 def _csc_array(data, indices, indptr):
     """The square ``csc_array`` of canonical arrays (int64 indices), taken as they are
-    and marked canonical."""
+    and marked canonical.
+
+    Where this scipy's constructor sets the attributes :func:`_bare_attributes` found,
+    they are set directly: the constructor scans both index arrays, narrows them to
+    int32 copies (put back here) and checks the format again, passes that cost a small
+    matrix's factorization more than its copy; else the constructor makes it."""
     n = indptr.size - 1
-    C = sp.csc_array((data, indices, indptr), shape=(n, n), copy=False)
+    bare = _bare_attributes()
+    if bare is None:
+        C = sp.csc_array((data, indices, indptr), shape=(n, n), copy=False)
+    else:
+        C = sp.csc_array.__new__(sp.csc_array)
+        C._shape, C.maxprint = (n, n), bare
+        C.data = data
     C.indptr, C.indices = indptr, indices  # scipy may narrow them to int32
     C.has_canonical_format = True
     return C
+
+
+@functools.cache
+def _bare_attributes():
+    """``maxprint`` of a ``csc_array`` made by scipy's constructor when the instance
+    attributes that constructor sets are exactly those :func:`_csc_array` sets itself
+    (``_shape``, ``maxprint``, ``data``, ``indices``, ``indptr``), else None: a scipy
+    that sets more is given its constructor."""
+    one = np.zeros(1, dtype=np.int64)
+    probe = sp.csc_array((np.ones(1), one, np.array([0, 1])), shape=(1, 1))
+    if set(vars(probe)) != {"_shape", "maxprint", "data", "indices", "indptr"}:
+        return None
+    return probe.maxprint
 
 
 #: The value dtypes :func:`csc_view` reads in place.

@@ -1140,6 +1140,37 @@ def test_analyze_reads_a_canonical_matrix_in_place_and_leaves_it_alone():
         canonical_csc(_canonical_int64(B), copy=False)
 
 
+@pytest.mark.parametrize("bare", [True, False])
+def test_canonical_copy_behaves_as_scipy_constructs_it(monkeypatch, bare):
+    """canonical_csc's copy of a canonical input is made without scipy's constructor
+    where this scipy's attributes allow (matrix._bare_attributes), with it otherwise:
+    either way an array that answers as one scipy's constructor made."""
+    import pickle
+
+    from pastixpy import matrix
+
+    if not bare:
+        monkeypatch.setattr(matrix, "_bare_attributes", lambda: None)
+    elif matrix._bare_attributes() is None:
+        pytest.skip("this scipy sets other attributes: the constructor makes the copy")
+    rng = np.random.default_rng(5)
+    A = _canonical_int64(sp.random_array((40, 40), density=0.1, rng=rng) + sp.eye_array(40))
+    C = matrix.canonical_csc(A)
+    D = sp.csc_array((A.data.copy(), A.indices.copy(), A.indptr.copy()), shape=A.shape)
+    assert type(C) is sp.csc_array and C.shape == (40, 40) and C.nnz == A.nnz
+    assert C.indices.dtype == C.indptr.dtype == np.int64 and C.has_canonical_format
+    assert not np.shares_memory(C.data, A.data) and not np.shares_memory(C.indices, A.indices)
+    x = rng.standard_normal(40)
+    np.testing.assert_array_equal(C @ x, D @ x)
+    np.testing.assert_array_equal(C.T @ x, D.T @ x)
+    np.testing.assert_array_equal(C.toarray(), D.toarray())
+    np.testing.assert_array_equal(C.diagonal(), D.diagonal())
+    assert (abs(C) - abs(D)).nnz == 0 and (C.tocsr() != D.tocsr()).nnz == 0
+    assert repr(C) == repr(D)
+    E = pickle.loads(pickle.dumps(C))
+    np.testing.assert_array_equal(E.toarray(), D.toarray())
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
 def test_inf_norm_kernel(dtype):
     from pastixpy._graph import inf_norm
