@@ -271,21 +271,6 @@ ctypedef fused values_t:
     double complex
 
 
-cdef inline double _absdiff(values_t a, values_t b) noexcept nogil:
-    if values_t is float or values_t is double:
-        return fabs(<double>a - <double>b)
-    else:
-        return hypot(<double>a.real - <double>b.real, <double>a.imag - <double>b.imag)
-
-
-cdef inline double _absdiff_conj(values_t a, values_t b) noexcept nogil:
-    """|a - conj(b)|."""
-    if values_t is float or values_t is double:
-        return fabs(<double>a - <double>b)
-    else:
-        return hypot(<double>a.real - <double>b.real, <double>a.imag + <double>b.imag)
-
-
 cdef inline double _abs(values_t a) noexcept nogil:
     if values_t is float or values_t is double:
         return fabs(<double>a)
@@ -293,12 +278,58 @@ cdef inline double _abs(values_t a) noexcept nogil:
         return hypot(<double>a.real, <double>a.imag)
 
 
-cdef inline void _unpartnered(double a, double* asym_t, double* asym_h) noexcept nogil:
+cdef inline bint _finite(values_t a) noexcept nogil:
+    """Whether a is finite (both parts of a complex one), without its magnitude."""
+    if values_t is float or values_t is double:
+        return isfinite(<double>a)
+    else:
+        return isfinite(<double>a.real) and isfinite(<double>a.imag)
+
+
+cdef inline void _raise_to(double re, double im, double* top) noexcept nogil:
+    """top = max(top, |re + i im|), the magnitude computed only where |re| + |im|, a bound
+    above it, passes top: most entries of a matrix leave the running maximum as it is,
+    and a complex magnitude's square root is most of a pass's time."""
+    cdef double a
+    re = fabs(re)
+    im = fabs(im)
+    if re + im > top[0]:
+        a = hypot(re, im)
+        if a > top[0]:
+            top[0] = a
+
+
+cdef inline void _max_abs(values_t a, double* top) noexcept nogil:
+    """top = max(top, |a|)."""
+    if values_t is float or values_t is double:
+        if fabs(<double>a) > top[0]:
+            top[0] = fabs(<double>a)
+    else:
+        _raise_to(a.real, a.imag, top)
+
+
+cdef inline void _max_absdiff(values_t a, values_t b, double* top) noexcept nogil:
+    """top = max(top, |a - b|)."""
+    if values_t is float or values_t is double:
+        if fabs(<double>a - <double>b) > top[0]:
+            top[0] = fabs(<double>a - <double>b)
+    else:
+        _raise_to(<double>a.real - <double>b.real, <double>a.imag - <double>b.imag, top)
+
+
+cdef inline void _max_absdiff_conj(values_t a, values_t b, double* top) noexcept nogil:
+    """top = max(top, |a - conj(b)|)."""
+    if values_t is float or values_t is double:
+        if fabs(<double>a - <double>b) > top[0]:
+            top[0] = fabs(<double>a - <double>b)
+    else:
+        _raise_to(<double>a.real - <double>b.real, <double>a.imag + <double>b.imag, top)
+
+
+cdef inline void _unpartnered(values_t a, double* asym_t, double* asym_h) noexcept nogil:
     """An entry without a transposed partner differs from it (0) by its magnitude."""
-    if a > asym_t[0]:
-        asym_t[0] = a
-    if a > asym_h[0]:
-        asym_h[0] = a
+    _max_abs(a, asym_t)
+    _max_abs(a, asym_h)
 
 
 def transposed_pairs(idx_t n, const idx_t[::1] indptr, const idx_t[::1] indices):
@@ -352,46 +383,38 @@ def transpose_asymmetry(idx_t n, const idx_t[::1] indptr, const idx_t[::1] indic
     cdef idx_t[::1] pos = pos_a
     cdef idx_t i, j, k, p
     cdef bint symmetric = True
-    cdef double asym_t = 0.0, asym_h = 0.0, scale = 0.0, a
+    cdef double asym_t = 0.0, asym_h = 0.0, scale = 0.0
     with nogil:
         for j in range(n):
             for k in range(indptr[j], indptr[j + 1]):
                 i = indices[k]
-                a = _abs(data[k])
-                if a > scale:
-                    scale = a
+                _max_abs(data[k], &scale)
                 if i < j:
                     continue  # above the diagonal: met by column i's cursor (below)
                 if i == j:
-                    a = _absdiff_conj(data[k], data[k])
-                    if a > asym_h:
-                        asym_h = a
+                    _max_absdiff_conj(data[k], data[k], &asym_h)
                     continue
                 # (i, j) below the diagonal: its partner (j, i) is in column i, where the
                 # entries above row j left unmatched have no partner in their own row.
                 p = pos[i]
                 while p < indptr[i + 1] and indices[p] < j:
                     symmetric = False
-                    _unpartnered(_abs(data[p]), &asym_t, &asym_h)
+                    _unpartnered(data[p], &asym_t, &asym_h)
                     p += 1
                 if p < indptr[i + 1] and indices[p] == j:
-                    a = _absdiff(data[k], data[p])
-                    if a > asym_t:
-                        asym_t = a
-                    a = _absdiff_conj(data[k], data[p])
-                    if a > asym_h:
-                        asym_h = a
+                    _max_absdiff(data[k], data[p], &asym_t)
+                    _max_absdiff_conj(data[k], data[p], &asym_h)
                     p += 1
                 else:
                     symmetric = False
-                    _unpartnered(_abs(data[k]), &asym_t, &asym_h)
+                    _unpartnered(data[k], &asym_t, &asym_h)
                 pos[i] = p
         # Entries above the diagonal that no column reached.
         for i in range(n):
             p = pos[i]
             while p < indptr[i + 1] and indices[p] < i:
                 symmetric = False
-                _unpartnered(_abs(data[p]), &asym_t, &asym_h)
+                _unpartnered(data[p], &asym_t, &asym_h)
                 p += 1
     return bool(symmetric), asym_t, asym_h, scale
 
@@ -438,7 +461,7 @@ def is_canonical_csc(idx_t n, const idx_t[::1] indptr, const idx_t[::1] indices,
                 break
             last = -1
             for k in range(indptr[j], indptr[j + 1]):
-                if indices[k] <= last or indices[k] >= n or not isfinite(_abs(data[k])):
+                if indices[k] <= last or indices[k] >= n or not _finite(data[k]):
                     ok = False
                     break
                 last = indices[k]

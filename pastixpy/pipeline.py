@@ -299,7 +299,7 @@ def _small_path(C, checked, options, seconds):
         "strategy": factors.strategy,
         "kind": kind.name,
         "precision": _precision_name(C.dtype, C.dtype, options.precision),
-        "factor_dtype": str(C.dtype),
+        "factor_dtype": C.dtype.name,
         "factor_entries": factors.entries,
         "factor_bytes": factors.nbytes,
         "memory_bytes": factors.nbytes,

@@ -220,7 +220,11 @@ class SimplicialLU:
     def gathers(self):
         """The rows a solve gathers by (:func:`pastixpy.solve.pivot_order_gathers`'s
         format): P A Q = L U, so A x = b is x = Q U⁻¹ L⁻¹ P b and Aᵀ x = b is
-        x = Pᵀ L⁻ᵀ U⁻ᵀ Qᵀ b; no scaling."""
+        x = Pᵀ L⁻ᵀ U⁻ᵀ Qᵀ b; no scaling. Made once and kept (never modified)."""
+        return self._gathers
+
+    @cached_property
+    def _gathers(self):
         pinv, q = self.arrays[7], self.q
         prow, iq = np.empty_like(pinv), np.empty_like(q)
         prow[pinv] = self._identity  # prow[k]: the row of A pivotal at step k
@@ -231,7 +235,7 @@ class SimplicialLU:
         """The row permutation that, with the symmetric ordering q, makes P A Q: the
         ``row_perm`` of a :class:`~pastixpy.preprocess.Preprocessing` (B = A[row_perm],
         then ordered by q), for the solver's growth and condition checks."""
-        prow, q, iq = self.gathers()["N"][:3]
+        prow, q, iq = self._gathers["N"][:3]
         return prow[iq]
 
 

@@ -144,19 +144,11 @@ class Solver:
         # its range, column by column, by a power of two that x is divided by after.
         b2, scales = into_range(b2, self.dtype)
         try:
-            with blas_threads(self.threads):
-                if np.iscomplexobj(b2) and not np.iscomplexobj(np.empty(0, self.dtype)):
-                    # Real factors: the real and imaginary parts are two real systems.
-                    re, berr_re, s_re, used = self._checked(self._real_part(b2.real), trans, warn)
-                    im, berr_im, s_im, used_im = self._checked(
-                        self._real_part(b2.imag), trans, warn
-                    )
-                    x, berr, steps = re + 1j * im, max(berr_re, berr_im), s_re + s_im
-                    used = max(used, used_im, key=len)
-                else:
-                    x, berr, steps, used = self._checked(
-                        b2.astype(self.dtype, copy=False), trans, warn
-                    )
+            if self.threads is None:  # the small path's factors: no BLAS to limit
+                x, berr, steps, used = self._columns(b2, trans, warn)
+            else:
+                with blas_threads(self.threads):
+                    x, berr, steps, used = self._columns(b2, trans, warn)
             info = SolveInfo(berr, steps, used, time.perf_counter() - t0)
             x = x.astype(dtype, copy=False)
             if scales is not None:
@@ -171,6 +163,16 @@ class Solver:
             if isinstance(exc, OutOfMemoryError):
                 raise
             raise self._out_of_memory(str(exc), b2) from None
+
+    def _columns(self, b2, trans, warn):
+        """:meth:`_checked` of b2 in the working precision: ``(x, worst backward error,
+        steps, what ran)``; a complex b2 with real factors as two real systems."""
+        if b2.dtype.kind == "c" and self.dtype.kind != "c":
+            # Real factors: the real and imaginary parts are two real systems.
+            re, berr_re, s_re, used = self._checked(self._real_part(b2.real), trans, warn)
+            im, berr_im, s_im, used_im = self._checked(self._real_part(b2.imag), trans, warn)
+            return re + 1j * im, max(berr_re, berr_im), s_re + s_im, max(used, used_im, key=len)
+        return self._checked(b2.astype(self.dtype, copy=False), trans, warn)
 
     def _out_of_memory(self, reason, b2):
         """OutOfMemoryError for an allocation of a solve that failed (numpy's or the
@@ -210,6 +212,12 @@ class Solver:
         )
 
     @cached_property
+    def rules(self):
+        """The refinement its solves run (:func:`~pastixpy.solve_policy.refinement_rules`,
+        fixed by the factorization), made on first use and kept."""
+        return solve_policy.refinement_rules(self)
+
+    @cached_property
     def equilibration(self):
         """``(D_r, D_c)``, the Ruiz equilibration of the matrix, made on first use and
         kept: what :attr:`equilibrated_growth` measures with."""
@@ -239,7 +247,7 @@ class Solver:
     def _refined(self, b, trans, to_floor=None):
         """:meth:`refined`'s, and each column's growth ‖A‖∞ ‖x‖∞ / ‖b‖∞ where the factors
         measured it in their one-call solve (else None)."""
-        rules = solve_policy.refinement_rules(self)
+        rules = self.rules
         fused = getattr(self.factors, "refined_solve", None)
         always = rules.always if to_floor is None else to_floor
         if fused is not None and trans == "N" and rules.method in ("auto", "ir") and not always:
