@@ -8,6 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import SparseEfficiencyWarning
 
+from ._graph import is_canonical_csc, symmetric_adjacency, transpose_asymmetry
 from .errors import InvalidInputError
 
 #: Value dtypes the numeric kernels compute in; other numeric inputs are converted.
@@ -179,8 +180,6 @@ def csc_view(A):
     read A and keep nothing of it once they return (spsolve's small path), where the
     canonical copy would cost more than solving a tiny system.
     """
-    from ._graph import is_canonical_csc
-
     if not sp.issparse(A) or A.format != "csc" or A.dtype not in VIEW_DTYPES:
         return None
     n = A.shape[0]
@@ -265,8 +264,6 @@ def _as_index(arr, argname):
 
 def symmetric_pattern(C):
     """Adjacency (xadj, adjncy) of the pattern of C + Cᵀ without the diagonal, int64, sorted."""
-    from ._graph import symmetric_adjacency
-
     return symmetric_adjacency(C.shape[0], C.indptr, C.indices)
 
 
@@ -303,8 +300,6 @@ def symmetry_of(C, roundoff=SYMMETRY_ROUNDOFF):
     >>> s.kind, s.asymmetry == 2**-52
     ('symmetric', True)
     """
-    from ._graph import transpose_asymmetry
-
     complex_ = np.iscomplexobj(C.data)
     # One pass over C against its transpose: no transposed copy, no temporaries (on a
     # large FEM matrix those were most of the check's time, in page faults).
