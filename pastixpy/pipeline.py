@@ -417,6 +417,8 @@ def _check_refine_tol(options, dtype):
     """An OptionError for a refinement tolerance below what the working precision can
     reach (its floor), before any work."""
     tol = options.refine[1].get("tol")
+    if tol is None:  # the default: reachable in every precision
+        return
     work = options.working_dtype(dtype)
     units = solve_policy.PRECISION_FLOOR
     floor = units * np.finfo(work).eps

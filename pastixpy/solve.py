@@ -19,6 +19,7 @@ estimates, the wording of perturbed pivots) are :mod:`pastixpy.solve_policy`'s, 
 the solver calls at those points.
 """
 
+import functools
 import time
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -137,12 +138,16 @@ class Solver:
         when refinement cannot reach the requested backward error.
         """
         t0 = time.perf_counter()
-        dtype = np.promote_types(self.dtype, b2.dtype)
-        if self.promote and _bits(dtype) > _bits(self.dtype):
-            return self.in_double.solve(b2, trans, warn)
-        # b converted to a lower precision (precision="single") is first brought into
-        # its range, column by column, by a power of two that x is divided by after.
-        b2, scales = into_range(b2, self.dtype)
+        dtype = self.dtype
+        if b2.dtype == dtype:  # the usual case: nothing to promote, convert or scale
+            scales = None
+        else:
+            dtype = np.promote_types(dtype, b2.dtype)
+            if self.promote and _bits(dtype) > _bits(self.dtype):
+                return self.in_double.solve(b2, trans, warn)
+            # b converted to a lower precision (precision="single") is first brought into
+            # its range, column by column, by a power of two that x is divided by after.
+            b2, scales = into_range(b2, self.dtype)
         try:
             if self.threads is None:  # the small path's factors: no BLAS to limit
                 x, berr, steps, used = self._columns(b2, trans, warn)
@@ -358,6 +363,7 @@ class Solver:
 SINGLE_RANGE = (2.0**-60, 2.0**60)
 
 
+@functools.cache
 def _bits(dtype):
     """The bits of one real component of ``dtype`` (32 for float32 and complex64)."""
     return np.finfo(dtype).bits

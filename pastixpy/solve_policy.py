@@ -21,6 +21,7 @@ The solver is taken as an argument and read through its attributes and mechanism
 :mod:`pastixpy.solve`, which calls it.
 """
 
+import functools
 import warnings
 from dataclasses import replace
 from typing import NamedTuple
@@ -144,7 +145,7 @@ def check_solution(solver, x, b, worst, trans, warn, growth=None):
     the warning points at."""
     method = solver.refine[0]
     if method != "none":
-        tol = solve_tol(solver)
+        tol = solver.rules.tol  # solve_tol's, kept by the solver
         if worst > tol:
             raise singularity_diagnosis(solver, worst, tol, trans)
         check_growth(solver, x, b, trans, growth)
@@ -176,7 +177,7 @@ def check_growth(solver, x, b, trans, growth=None):
                     y, c = x[perm] / prep.dr[:, None], b * prep.dc[:, None]
                 ymax, cmax = np.abs(y).max(axis=0), np.abs(c).max(axis=0)
             growth = np.where(cmax > 0, solver.norm_scaled * ymax / np.where(cmax > 0, cmax, 1), 0)
-    limit = SINGULAR_GROWTH / np.finfo(solver.dtype).eps
+    limit = singular_growth_limit(solver.dtype)
     if (growth > limit).any() and solver.equilibrated_growth:
         # Factors of A unscaled (the small path's LU): measured on A equilibrated, its
         # scaling made once per factorization; Aᵀ's is A's, rows and columns swapped.
@@ -195,6 +196,13 @@ def check_growth(solver, x, b, trans, growth=None):
             "compatibility conditions, or use a least-squares solver",
             columns=solver.perturbed_columns,
         )
+
+
+@functools.cache
+def singular_growth_limit(dtype):
+    """:data:`SINGULAR_GROWTH` / eps of ``dtype``: the growth ‖B‖‖y‖/‖c‖ of a solution
+    past which only a singular matrix and a b outside its range make it."""
+    return SINGULAR_GROWTH / float(np.finfo(dtype).eps)
 
 
 def equilibrated_growth(C, x, B, scaling=None):
