@@ -229,6 +229,12 @@ def _smallest_kept_pivot(kind, n, growth, dtype):
     return float(SMALL_PATH_PIVOT_ROUNDOFF * n * eps * max(1.0, growth))
 
 
+#: The names of the value dtypes (numpy makes ``dtype.name`` in Python, at each call).
+_DTYPE_NAMES = {
+    np.dtype(t): np.dtype(t).name for t in (np.float32, np.float64, np.complex64, np.complex128)
+}
+
+
 def _small_path(C, checked, options, seconds):
     """The State of a small matrix factored by spsolve's simplicial LU, or for a symmetric
     kind by the simplicial LDLᵀ (LDLᴴ) without pivoting, whose D decides whether LLᵀ
@@ -287,22 +293,27 @@ def _small_path(C, checked, options, seconds):
     nnz_l = (
         factors.arrays[1].size if kind.name == "lu" else factors.Li.size
     ) + n  # with L's diagonal
+    dtype, nbytes, entries = C.dtype, factors.nbytes, factors.entries
+    if options.ordering == "natural":
+        ordering = "natural"
+    else:  # the unsymmetric strategy orders AᵀA's columns, the others A + Aᵀ
+        ordering = "colamd" if factors.strategy == "unsymmetric" else "amd"
     stats = {
         "version": __version__,
         "path": "simplicial",
         "n": n,
         "nnz_A": int(C.nnz),
         "nnz_L": int(nnz_l),
-        "fill_ratio": factors.entries / max(C.nnz, 1),
+        "fill_ratio": entries / max(C.nnz, 1),
         "flops": float(factors.flops),
-        "ordering": "natural" if options.ordering == "natural" else "amd",
+        "ordering": ordering,
         "strategy": factors.strategy,
         "kind": kind.name,
-        "precision": _precision_name(C.dtype, C.dtype, options.precision),
-        "factor_dtype": C.dtype.name,
-        "factor_entries": factors.entries,
-        "factor_bytes": factors.nbytes,
-        "memory_bytes": factors.nbytes,
+        "precision": _precision_name(dtype, dtype, options.precision),
+        "factor_dtype": _DTYPE_NAMES.get(dtype) or dtype.name,
+        "factor_entries": entries,
+        "factor_bytes": nbytes,
+        "memory_bytes": nbytes,
         "perturbed_pivots": 0,
         "threads": 1,
         "openmp": OPENMP,
@@ -321,7 +332,7 @@ def _small_path(C, checked, options, seconds):
         "retries": retries,
         "precision_fallback": None,
     }
-    plan = Plan(kind, exact=True, factor_dtype=C.dtype)
+    plan = Plan(kind, exact=True, factor_dtype=dtype)
     return State(kind, None, None, None, prep, plan, solver, ONE_PROCESS, stats)
 
 

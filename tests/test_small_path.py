@@ -266,4 +266,6 @@ def test_shared_matrices_solve_to_the_tolerance_on_either_path(name):
     assert backward_error(C, x, b).max() < 1e-12
     if F.stats["path"] == "simplicial":
         assert F.kind in ("lu", "llt", "ldlt", "ldlh")
+        # The ordering named is the strategy's: COLAMD on AᵀA's columns, AMD on A + Aᵀ.
+        assert F.stats["ordering"] == ("colamd" if F.stats["strategy"] == "unsymmetric" else "amd")
         assert backward_error(C.T, F.solve(b, trans="T"), b).max() < 1e-12
