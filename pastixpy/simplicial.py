@@ -54,7 +54,7 @@ from ._colamd import colamd_order
 from ._graph import transposed_pairs
 from .matrix import symmetric_pattern
 from .options import Options
-from .solve_policy import SINGULAR_GROWTH, default_tol, equilibrated_growth
+from .solve_policy import default_tol, equilibrated_growth, singular_growth_limit
 
 #: Matrices of at most this many unknowns are considered for the simplicial path;
 #: those of a pattern the symmetric strategy does not take (below), up to
@@ -112,13 +112,23 @@ def applies(C, options, analysis):
         and C.shape[0] <= MAX_N_UNSYMMETRIC
         and C.dtype in (np.float64, np.complex128)
         and (isinstance(options.ordering, str) and options.ordering in ORDERINGS)
-        and options == _defaults(options.ordering)
+        and _default_but_ordering(options)
     )
+
+
+def _default_but_ordering(options):
+    """Whether ``options`` are the defaults but for the ordering; spsolve's usual call
+    passes the default instance itself (:meth:`Options.from_keywords`)."""
+    default = _defaults(options.ordering)
+    return options is default or options == default
 
 
 @functools.cache
 def _defaults(ordering):
-    """The default Options but for ``ordering``, made once per ordering."""
+    """The default Options but for ``ordering``, made once per ordering (the very
+    instance :meth:`Options.from_keywords` gives for no keywords, for ``"auto"``)."""
+    if ordering == "auto":
+        return Options.from_keywords("spsolve", {})
     return Options(ordering=ordering)
 
 
@@ -322,10 +332,10 @@ def solve_small(C, b, ordering="auto"):
     berr, growth, _ = _simplicial.solve_refined(
         C.indptr, C.indices, C.data, *F.arrays, F.q, B, x, tol, MAX_STEPS
     )
-    if (berr > tol).any():
+    if berr.max(initial=0.0) > tol:
         return None
-    limit = SINGULAR_GROWTH / np.finfo(C.dtype).eps
-    if (growth > limit).any() and (equilibrated_growth(C.tocsc(), x, B) > limit).any():
+    limit = singular_growth_limit(C.dtype)
+    if growth.max(initial=0.0) > limit and (equilibrated_growth(C.tocsc(), x, B) > limit).any():
         return None  # a singular matrix and a b outside its range: the pipeline says so
     if split:
         k = x.shape[1] // 2
