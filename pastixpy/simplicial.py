@@ -36,8 +36,8 @@ the same LU for a small unsymmetric matrix (:func:`pastixpy.pipeline._small_path
 the pipeline's checks on its pivots), and for a symmetric or Hermitian one an LDLᵀ
 (LDLᴴ) without pivoting (:func:`factor_symmetric`, :mod:`pastixpy._simplicial_ldl`),
 its D deciding whether the kind is LLᵀ. A symmetric matrix whose graph alone forecasts
-more flops than the budget (:func:`forecast_lower_bound`) goes to the pipeline before
-any ordering. See ``docs/analysis.md`` for the rule and the measurements behind its bounds.
+more than half the budget (:func:`forecast_lower_bound`, :data:`BOUND_SHARE`) goes to
+the pipeline before any ordering. See ``docs/analysis.md`` for the rule and the measurements behind its bounds.
 """
 
 import functools
@@ -75,7 +75,16 @@ MAX_N_UNSYMMETRIC = 50000
 #: unsymmetric strategy (AᵀA's Cholesky factor, a bound for any row pivots) would
 #: overstate its flops too much to decide by: its budget is
 #: :data:`MAX_FLOPS_UNSYMMETRIC`, above this one for the reason of :data:`MAX_N_UNSYMMETRIC`.
-MAX_FLOPS = 5e6
+#: Measured against the pipeline (docs/analysis.md): a 2D Laplacian 70² (6.4·10⁶ flops)
+#: and watt_2 (7.0·10⁶) solve faster here, convection–diffusion 12³ (1.4·10⁷) there.
+MAX_FLOPS = 1e7
+#: The share of :data:`MAX_FLOPS` past which the graph's lower bound of the forecast
+#: (:func:`forecast_lower_bound`) sends a matrix to the pipeline before any ordering.
+#: The bound is weak where elimination fills (forecasts of 4 to 60 times it above 10⁶:
+#: qc324, elasticity, bcsstk13, mbeacxc, bcsstk16), so a bound this close to the budget
+#: means a forecast past it; bcsstk16's (8.3·10⁶) is, and the AMD it skips had cost a
+#: tenth of its solve.
+BOUND_SHARE = 0.5
 MAX_FLOPS_UNSYMMETRIC = 2e7
 FORECAST_GROWTH = 2.0
 SLACK_FLOPS = 1e5
@@ -268,7 +277,8 @@ def factor(C, ordering="auto"):
     by_forecast = ordering != "natural"  # the symmetric strategy decides by AMD's forecast
 
     def past_budget(edges):
-        return n > MAX_N or (by_forecast and forecast_lower_bound(edges, n) > MAX_FLOPS)
+        bound = forecast_lower_bound(edges, n)
+        return n > MAX_N or (by_forecast and bound > BOUND_SHARE * MAX_FLOPS)
 
     if diagonal == n and past_budget(off / 2):
         return None  # the symmetric strategy's verdict, known before the graph is made
@@ -442,7 +452,7 @@ def factor_symmetric(C, hermitian, ordering="auto"):
         return None
     xadj, adjncy = symmetric_pattern(C)
     by_forecast = ordering != "natural"
-    if by_forecast and forecast_lower_bound(adjncy.size / 2, n) > MAX_FLOPS:
+    if by_forecast and forecast_lower_bound(adjncy.size / 2, n) > BOUND_SHARE * MAX_FLOPS:
         return None
     if ordering == "natural":
         p = np.arange(n, dtype=np.int64)
