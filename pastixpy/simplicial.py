@@ -37,7 +37,8 @@ the pipeline's checks on its pivots), and for a symmetric or Hermitian one an LD
 (LDLᴴ) without pivoting (:func:`factor_symmetric`, :mod:`pastixpy._simplicial_ldl`),
 its D deciding whether the kind is LLᵀ. A symmetric matrix whose graph alone forecasts
 more than half the budget (:func:`forecast_lower_bound`, :data:`BOUND_SHARE`) goes to
-the pipeline before any ordering. See ``docs/analysis.md`` for the rule and the measurements behind its bounds.
+the pipeline before any ordering. See ``docs/analysis.md`` for the rule and the
+measurements behind its bounds.
 """
 
 import functools
@@ -51,7 +52,7 @@ import scipy.sparse.linalg as sla
 from . import _simplicial, _simplicial_ldl
 from ._amd import amd_order
 from ._colamd import colamd_order
-from ._graph import transposed_pairs
+from ._graph import transpose_asymmetry, transposed_pairs
 from .matrix import symmetric_pattern
 from .options import Options
 from .solve_policy import default_tol, equilibrated_growth, singular_growth_limit
@@ -88,6 +89,18 @@ BOUND_SHARE = 0.5
 MAX_FLOPS_UNSYMMETRIC = 2e7
 FORECAST_GROWTH = 2.0
 SLACK_FLOPS = 1e5
+
+#: spsolve factors a real symmetric (Hermitian) matrix with a positive diagonal as
+#: L D Lᵀ (L D Lᴴ), without pivoting, where the symmetric strategy's ordering forecasts
+#: at least this many flops: half LU's work there (2D Laplacians of some thousands of
+#: unknowns), where below it LU's one pass beats the LDLᵀ's symbolic phase
+#: (bcsstk01, 494_bus, mhd1280b).
+LDL_MIN_FLOPS = 1e6
+#: ... and where its entries (D's and D Lᵀ's) grew at most this much over A's largest
+#: (at most 1 for a positive definite matrix): without pivots an indefinite one may
+#: grow, and refinement then stops at the tolerance where LU's partial pivoting reaches
+#: the roundoff. Past it, LU.
+LDL_MAX_GROWTH = 10.0
 
 #: The symmetric strategy is tried (first) when at least this fraction of A's
 #: off-diagonal entries have a transposed partner (UMFPACK's rule), or when no diagonal
@@ -268,9 +281,16 @@ def forecast_lower_bound(edges, n):
     return 2.0 * edges * edges / n if n else 0.0
 
 
-def factor(C, ordering="auto"):
+def factor(C, ordering="auto", ldl=False):
     """:class:`SimplicialLU` of canonical C by the first strategy that holds within the
-    budget (see the module), or None."""
+    budget (see the module), or None.
+
+    With ``ldl`` (spsolve's call), a matrix of a symmetric pattern whose ordering
+    forecasts at least :data:`LDL_MIN_FLOPS`, real symmetric or Hermitian with a
+    positive diagonal (:func:`_definite_candidate_ldl`), is factored as L D Lᵀ (L D Lᴴ)
+    without pivoting in that ordering (:func:`ldl_ordered`: half the flops), the
+    :class:`SimplicialLDL` returned where its entries grew at most
+    :data:`LDL_MAX_GROWTH`; where it meets a zero pivot or grew more, LU as usual."""
     n = C.shape[0]
     diagonal = _simplicial.diagonal_nonzeros(C.indptr, C.indices, C.data)
     off = C.nnz - diagonal  # off-diagonal entries (exact unless zeros are stored)
@@ -300,6 +320,10 @@ def factor(C, ordering="auto"):
             q, forecast = amd_order(xadj, adjncy, n, with_flops=True, check=False)
             if forecast > MAX_FLOPS:
                 return None  # AᵀA's graph holds more fill still: the pipeline's
+            if ldl and forecast >= LDL_MIN_FLOPS and diagonal == n and 2 * pairs == off:
+                F = _definite_candidate_ldl(C, q)
+                if F is not None:
+                    return F
             budget = committed = FORECAST_GROWTH * forecast + SLACK_FLOPS
         threshold = PIVOT_THRESHOLD if strategy == "symmetric" else 1.0
         status, _, arrays, flops = _simplicial.lu_factor(
@@ -309,6 +333,46 @@ def factor(C, ordering="auto"):
             return SimplicialLU(arrays, q, strategy, flops)
         if status == _simplicial.ZERO_PIVOT:
             return None  # singular: the pipeline says where
+    return None
+
+
+def _definite_candidate_ldl(C, q):
+    """spsolve's LDLᵀ (LDLᴴ) of C in the order q (:func:`factor`), or None: C must be
+    exactly symmetric (real) or Hermitian with a positive diagonal, as a positive
+    definite matrix is, and the factors must not have grown past
+    :data:`LDL_MAX_GROWTH`. A complex symmetric matrix is left to LU: without pivots
+    its LDLᵀ grows on indefinite ones (a 2D Helmholtz 60²: 3·10³), which nothing
+    cheaper than factoring tells apart from those where it does not."""
+    symmetry = exact_symmetry(C)
+    if symmetry is None:
+        return None
+    hermitian, scale = symmetry
+    if np.iscomplexobj(C.data) and not hermitian:
+        return None
+    n = C.shape[0]
+    diag = C.data[C.indices == np.repeat(np.arange(n), np.diff(C.indptr))]
+    if diag.size != n or not (diag.real > 0).all():
+        return None
+    F = ldl_ordered(C, hermitian, q)
+    if F is None or F.top > LDL_MAX_GROWTH * scale:
+        return None
+    return F
+
+
+def exact_symmetry(C):
+    """``(hermitian, largest magnitude)`` of canonical C whose values are exactly
+    Hermitian (``hermitian`` True: complex, A = Aᴴ) or symmetric (False: A = Aᵀ; a real
+    symmetric matrix is False, its LDLᵀ is its LDLᴴ), in one pass
+    (:func:`pastixpy._graph.transpose_asymmetry`); None for neither, or for a pattern
+    that is not symmetric."""
+    n = C.shape[0]
+    symmetric, asym_t, asym_h, scale = transpose_asymmetry(n, C.indptr, C.indices, C.data)
+    if not symmetric:
+        return None
+    if asym_t == 0.0:
+        return False, scale
+    if np.iscomplexobj(C.data) and asym_h == 0.0:
+        return True, scale
     return None
 
 
@@ -327,9 +391,20 @@ def solve_small(C, b, ordering="auto"):
     -------
     x : ndarray of b's shape, dtype promoted from C's and b's, or None
     """
-    F = factor(C, ordering)
+    F = factor(C, ordering, ldl=True)
     if F is None:
         return None
+    x = _certified(C, F, b)
+    if x is None and isinstance(F, SimplicialLDL):
+        # Without pivots the LDLᵀ may have grown where partial pivoting does not: LU.
+        F = factor(C, ordering)
+        x = None if F is None else _certified(C, F, b)
+    return x
+
+
+def _certified(C, F, b):
+    """x with A x = b by the factors F of C, refined, or None where its backward error
+    or growth does not certify it (see the module)."""
     n = C.shape[0]
     B = b.reshape(n, -1)
     split = B.dtype.kind == "c" and C.dtype.kind != "c"
@@ -337,11 +412,8 @@ def solve_small(C, b, ordering="auto"):
         B = np.concatenate([B.real, B.imag], axis=1)
     if B.dtype != C.dtype:
         B = B.astype(C.dtype)
-    x = np.empty(B.shape, dtype=C.dtype)
     tol = default_tol(C.dtype)
-    berr, growth, _ = _simplicial.solve_refined(
-        C.indptr, C.indices, C.data, *F.arrays, F.q, B, x, tol, MAX_STEPS
-    )
+    x, berr, growth, _ = F.refined_solve(C, B, tol, MAX_STEPS)
     if berr.max(initial=0.0) > tol:
         return None
     limit = singular_growth_limit(C.dtype)
@@ -461,6 +533,14 @@ def factor_symmetric(C, hermitian, ordering="auto"):
         p, forecast = amd_order(xadj, adjncy, n, with_flops=True, check=False)
         if forecast > MAX_FLOPS:
             return None
+    return ldl_ordered(C, hermitian, p)
+
+
+def ldl_ordered(C, hermitian, p):
+    """:class:`SimplicialLDL` of canonical C (symmetric or Hermitian, both triangles
+    stored) in the symmetric order ``p``, or None: past :data:`MAX_FLOPS` (the exact
+    forecast of its symbolic phase), or a zero or non-finite D entry."""
+    n = C.shape[0]
     p = np.ascontiguousarray(p, dtype=np.int64)
     pinv = np.empty_like(p)
     pinv[p] = np.arange(n, dtype=np.int64)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import scipy.sparse.linalg as sla
-from hypothesis import assume, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from test_numeric import backward_error
 
@@ -609,3 +609,109 @@ def test_lu_pivot_checks_match_their_definitions(n, seed, complex_):
     got_top, got_smallest = F.pivot_checks(C)
     assert got_top == pytest.approx(top, rel=1e-12)
     assert got_smallest == pytest.approx((np.abs(udiag) / colmax).min(), rel=1e-12)
+
+
+# ---------------------------------------------------------------------------- spsolve's LDLᵀ
+
+
+def _spd(n, seed, hermitian=False):
+    """A random sparse Hermitian (real: symmetric) positive definite matrix."""
+    rng = np.random.default_rng(seed)
+    S = sp.random_array((n, n), density=min(1.0, 6.0 / n), rng=rng)
+    if hermitian:
+        S = S + 1j * sp.random_array((n, n), density=min(1.0, 6.0 / n), rng=rng)
+    S = S + S.conj().T
+    return canonical_csc(S + sp.diags_array(np.asarray(abs(S).sum(axis=1)).ravel() + 1.0))
+
+
+@pytest.fixture
+def ldl_always():
+    """spsolve's LDLᵀ whatever the flops (LDL_MIN_FLOPS 0), for small test matrices."""
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(simplicial, "LDL_MIN_FLOPS", 0.0)
+        yield
+
+
+@pytest.mark.parametrize("hermitian", [False, True])
+@settings(
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(n=st.integers(2, 60), seed=st.integers(0, 10**6))
+def test_spsolve_factors_symmetric_values_as_ldl(ldl_always, hermitian, n, seed):
+    """Exactly symmetric (Hermitian) values past LDL_MIN_FLOPS: spsolve's factors are the
+    LDLᵀ (LDLᴴ) in the symmetric strategy's ordering, its answers LAPACK's. (The fixture
+    only sets a module constant, the same for every example.)"""
+    A = _spd(n, seed, hermitian)
+    F = simplicial.factor(A, ldl=True)
+    assert isinstance(F, simplicial.SimplicialLDL) and F.hermitian == hermitian
+    assert isinstance(simplicial.factor(A), simplicial.SimplicialLU)  # factorize's call
+    rng = np.random.default_rng(seed + 1)
+    b = rng.standard_normal((n, 2)) + 1j * rng.standard_normal((n, 2))
+    x = pastixpy.spsolve(A, b)
+    M = A.toarray()
+    y = np.linalg.solve(M, b)
+    assert backward_error(A, x, b).max() <= 1e-14
+    assert np.abs(x - y).max() <= 1e-13 * np.linalg.cond(M) * np.abs(y).max()
+
+
+def test_spsolve_keeps_lu_below_the_ldl_flops_and_for_unsymmetric_values(monkeypatch):
+    A = _spd(40, 3)
+    assert isinstance(simplicial.factor(A, ldl=True), simplicial.SimplicialLU)  # too small
+    monkeypatch.setattr(simplicial, "LDL_MIN_FLOPS", 0.0)
+    B = A.copy()
+    B.data[np.flatnonzero(B.indices != np.repeat(np.arange(40), np.diff(B.indptr)))[0]] += 1e-9
+    assert simplicial.exact_symmetry(B) is None  # one entry off: not exactly symmetric
+    assert isinstance(simplicial.factor(B, ldl=True), simplicial.SimplicialLU)
+
+
+def test_spsolve_keeps_lu_where_definiteness_is_unlikely(monkeypatch):
+    """Complex symmetric values (indefinite Helmholtz-like ones grow without pivots)
+    and a diagonal entry that is not positive: LU, without an LDLᵀ tried first."""
+    monkeypatch.setattr(simplicial, "LDL_MIN_FLOPS", 0.0)
+    tried = []
+    ldl_ordered = simplicial.ldl_ordered
+    monkeypatch.setattr(simplicial, "ldl_ordered", lambda *a: tried.append(1) or ldl_ordered(*a))
+    A = _spd(30, 4)
+    complex_symmetric = canonical_csc(A * (1 + 0.5j))  # Aᵀ = A, Aᴴ ≠ A
+    assert simplicial.exact_symmetry(complex_symmetric) == (
+        False,
+        np.abs(A.data).max() * abs(1 + 0.5j),
+    )
+    negative = A.copy()
+    negative.data[negative.indices == np.repeat(np.arange(30), np.diff(negative.indptr))] *= -1
+    for C in (complex_symmetric, negative):
+        assert isinstance(simplicial.factor(C, ldl=True), simplicial.SimplicialLU)
+    assert not tried
+    assert isinstance(simplicial.factor(A, ldl=True), simplicial.SimplicialLDL) and tried
+
+
+def test_spsolve_takes_lu_where_the_ldl_grew(monkeypatch):
+    """Without pivots an indefinite LDLᵀ may grow: past LDL_MAX_GROWTH, LU's partial
+    pivoting; where the growth is allowed but refinement cannot certify the LDLᵀ's
+    answer, spsolve solves again with LU (never the pipeline for that)."""
+    monkeypatch.setattr(simplicial, "LDL_MIN_FLOPS", 0.0)
+    # 2x2 blocks [[δ, 1], [1, 1]]: the pivot δ without pivoting grows D to 1/δ.
+    n, delta = 40, 1e-13
+    block = sp.csc_array(np.array([[delta, 1.0], [1.0, 1.0]]))
+    A = sp.kron(sp.eye_array(n // 2), block) + sp.eye_array(n, k=2) + sp.eye_array(n, k=-2)
+    A = canonical_csc(A)
+    assert isinstance(simplicial.factor(A, ldl=True), simplicial.SimplicialLU)
+    monkeypatch.setattr(simplicial, "LDL_MAX_GROWTH", np.inf)
+    assert isinstance(simplicial.factor(A, ldl=True), simplicial.SimplicialLDL)
+    # An LDLᵀ whose answer is not certified (as one that grew past what refinement
+    # recovers): LU next, not the pipeline.
+    certified = simplicial._certified
+    monkeypatch.setattr(
+        simplicial,
+        "_certified",
+        lambda C, F, b: None if isinstance(F, simplicial.SimplicialLDL) else certified(C, F, b),
+    )
+    tried = []
+    factor = simplicial.factor
+    monkeypatch.setattr(simplicial, "factor", lambda *a, **k: tried.append(k) or factor(*a, **k))
+    pipeline = []
+    monkeypatch.setattr(pastixpy.Factorization, "from_matrix", lambda *a, **k: pipeline.append(1))
+    b = np.arange(1.0, n + 1.0)
+    x = pastixpy.spsolve(A, b)
+    assert tried == [{"ldl": True}, {}] and not pipeline  # LDLᵀ, then LU; no pipeline
+    assert backward_error(A, x, b).max() <= 1e-14
