@@ -68,6 +68,13 @@ METIS_SECONDS_PER_ENTRY = 1e-6
 #: dropped (3D meshes of 40³ and more, elasticity). Closer calls run AMD first as above.
 METIS_SURE = 4.0
 
+#: ... on graphs of at least this average degree (adjacency entries per vertex). The
+#: mesh forecast reads few hops as a high dimension, but on sparser graphs (trees,
+#: chains, power networks) few hops mean little fill: a random tree of 20,000 vertices
+#: (diameter about 30) was forecast 3·10¹⁰ flops and sent to METIS, where AMD orders it
+#: without fill. There AMD runs first, and METIS only where AMD's flops make it pay.
+METIS_SURE_MIN_DEGREE = 3.0
+
 #: METIS's separator balance tolerances (``ufactor``: parts may differ by x/1000) tried by
 #: default. 200 is METIS's own default; 400 lets the refinement find smaller separators on
 #: meshes: 7-12% fewer flops on 3D Laplacians of 60³ and 80³, 17% on a 2D one, but 5-15%
@@ -268,7 +275,8 @@ def _auto(graph, amd_kwargs, metis, cost, allowance, clock):
     saving = nd_saving(graph.xadj, graph.adjncy, diameter)
     nd_flops = forecast_flops(graph.xadj, graph.adjncy, graph.n, diameter)
     metis_seconds = METIS_SECONDS_PER_ENTRY * graph.adjncy.size
-    if nd_flops * saving / (1 - saving) / FACTOR_RATE >= METIS_SURE * metis_seconds:
+    meshlike = graph.adjncy.size >= METIS_SURE_MIN_DEGREE * graph.nv
+    if meshlike and nd_flops * saving / (1 - saving) / FACTOR_RATE >= METIS_SURE * metis_seconds:
         return _metis(graph, metis, cost, allowance, clock, diameter)
     perm = amd_perm(graph, **amd_kwargs)
     flops = cost(perm)

@@ -407,6 +407,23 @@ def test_auto_ordering_skips_amd_where_nested_dissection_surely_pays():
     assert "amd" not in methods
 
 
+def test_auto_ordering_keeps_a_tree_to_amd():
+    """A random tree has few hops, which the mesh forecast reads as a high dimension,
+    but no fill under AMD: "auto" orders it by AMD (no sure METIS run) and L has A's
+    lower triangle's entries exactly."""
+    from pastixpy.ordering import AUTO_AMD_MAX
+
+    rng = np.random.default_rng(2)
+    n = 4 * AUTO_AMD_MAX
+    parent = np.array([rng.integers(0, i) for i in range(1, n)])
+    T = sp.coo_array((-np.ones(n - 1), (np.arange(1, n), parent)), shape=(n, n))
+    T = T + T.T
+    A = sp.csc_array(T + sp.diags_array(np.asarray(abs(T).sum(axis=1)).ravel() + 1.0))
+    an = pastixpy.analyze(A, threads=1)
+    assert an.ordering.method == "amd"
+    assert an.stats["nnz_L"] == (A.nnz + n) // 2  # no fill
+
+
 def test_nd_saving_follows_the_dimension():
     from pastixpy.ordering import nd_saving
 
