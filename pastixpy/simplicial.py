@@ -417,7 +417,10 @@ def _certified(C, F, b):
     if berr.max(initial=0.0) > tol:
         return None
     limit = singular_growth_limit(C.dtype)
-    if growth.max(initial=0.0) > limit and (equilibrated_growth(C.tocsc(), x, B) > limit).any():
+    if (
+        growth.max(initial=0.0) > limit
+        and (equilibrated_growth(C.tocsc(), x, B, limit=limit) > limit).any()
+    ):
         return None  # a singular matrix and a b outside its range: the pipeline says so
     if split:
         k = x.shape[1] // 2

@@ -611,6 +611,29 @@ def test_lu_pivot_checks_match_their_definitions(n, seed, complex_):
     assert got_smallest == pytest.approx((np.abs(udiag) / colmax).min(), rel=1e-12)
 
 
+def test_rough_equilibration_clears_growth_as_the_full_one():
+    """equilibrated_growth with a limit tries a rough equilibration first: it returns
+    that one's growths where all are within the limit (any scaling that measures within
+    it proves nothing singular), the full equilibration's otherwise."""
+    from pastixpy.preprocess import equilibrate
+    from pastixpy.solve_policy import ROUGH_EQUILIBRATION, equilibrated_growth
+
+    C = badly_scaled(120, 7)
+    F = simplicial.factor(C)
+    B = np.random.default_rng(8).standard_normal((120, 3))
+    x = F.refined_solve(C, B, 1e-12, 3)[0]
+    full = equilibrated_growth(C, x, B)
+    rough_scaling = equilibrate(C, symmetric=False, iterations=ROUGH_EQUILIBRATION)
+    rough = equilibrated_growth(C, x, B, rough_scaling)
+    assert not np.allclose(rough, full)  # the two scalings differ
+    limit = 10 * rough.max()
+    np.testing.assert_array_equal(equilibrated_growth(C, x, B, limit=limit), rough)
+    np.testing.assert_array_equal(equilibrated_growth(C, x, B, limit=rough.min() / 2), full)
+    # The unscaled growth is far past what either scaling measures: bad scaling alone.
+    unscaled = np.abs(C).sum(axis=1).max() * np.abs(x).max(axis=0) / np.abs(B).max(axis=0)
+    assert (unscaled > 1e6 * full).all()
+
+
 # ---------------------------------------------------------------------------- spsolve's LDLᵀ
 
 
