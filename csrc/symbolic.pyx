@@ -470,6 +470,32 @@ def refine_order(const idx_t[::1] cls, const idx_t[::1] setptr, const idx_t[::1]
     return order_a
 
 
+cdef inline idx_t _panel_offset(idx_t r, idx_t c, idx_t k, const idx_t[::1] fcol,
+                                const idx_t[::1] bloknum, const idx_t[::1] frow,
+                                const idx_t[::1] lrow, const idx_t[::1] bcoef,
+                                const idx_t[::1] stride) noexcept nogil:
+    """Index of entry (r, c), pivot order, in the panel of c's cblk k, or -1 where the
+    block structure does not hold it (r above cblk k, or in none of its bloks)."""
+    cdef idx_t lo, hi, mid
+    if r < fcol[k]:
+        return -1
+    if r < fcol[k + 1]:
+        lo = r - fcol[k]
+    else:
+        # The last of the cblk's off-diagonal bloks starting at or above r.
+        lo, hi = bloknum[k] + 1, bloknum[k + 1] - 1
+        while lo < hi:
+            mid = (lo + hi + 1) >> 1
+            if frow[mid] <= r:
+                lo = mid
+            else:
+                hi = mid - 1
+        if lo >= bloknum[k + 1] or frow[lo] > r or lrow[lo] < r:
+            return -1
+        lo = bcoef[lo] + r - frow[lo]
+    return lo + (c - fcol[k]) * stride[k]
+
+
 def panel_positions(const idx_t[::1] rows, const idx_t[::1] cols, const idx_t[::1] fcol,
                     const idx_t[::1] col2cblk, const idx_t[::1] bloknum,
                     const idx_t[::1] frow, const idx_t[::1] lrow,
@@ -481,7 +507,7 @@ def panel_positions(const idx_t[::1] rows, const idx_t[::1] cols, const idx_t[::
     blok of that cblk holding it (binary search over the cblk's bloks). Raises
     ValueError for a row above the cblk or in no blok: outside the block structure.
     """
-    cdef idx_t m = rows.shape[0], ncblk = fcol.shape[0] - 1, i, k, r, c, lo, hi, mid
+    cdef idx_t m = rows.shape[0], ncblk = fcol.shape[0] - 1, i, k, r, c, lo
     cdef cnp.ndarray[idx_t, ndim=1] out = np.empty(m, dtype=np.int64)
     cdef idx_t* pos = &out[0] if m else NULL
     cdef bint bad = False
@@ -496,25 +522,100 @@ def panel_positions(const idx_t[::1] rows, const idx_t[::1] cols, const idx_t[::
                 bad = True
                 break
             k = col2cblk[c]
-            if r < fcol[k]:
+            lo = _panel_offset(r, c, k, fcol, bloknum, frow, lrow, bcoef, stride)
+            if lo < 0:
                 bad = True
                 break
-            if r < fcol[k + 1]:
-                lo = r - fcol[k]
-            else:
-                # The last of the cblk's off-diagonal bloks starting at or above r.
-                lo, hi = bloknum[k] + 1, bloknum[k + 1] - 1
-                while lo < hi:
-                    mid = (lo + hi + 1) >> 1
-                    if frow[mid] <= r:
-                        lo = mid
-                    else:
-                        hi = mid - 1
-                if lo >= bloknum[k + 1] or frow[lo] > r or lrow[lo] < r:
-                    bad = True
-                    break
-                lo = bcoef[lo] + r - frow[lo]
-            pos[i] = coefind[k] + lo + (c - fcol[k]) * stride[k]
+            pos[i] = coefind[k] + lo
     if bad:
         raise ValueError(f"entry ({r}, {c}) lies outside the block structure")
     return out
+
+
+#: Which entries :func:`assembly_entries` keeps: pivot row at least the pivot column
+#: (a lower triangle), at least the first column of the column's cblk (L's panels of
+#: LU: the diagonal blocks whole), or past its last column (Uᵀ's panels: Bᵀ's lower
+#: entries outside the diagonal blocks).
+KEEP_LOWER = 0
+KEEP_FROM_CBLK = 1
+KEEP_BELOW_CBLK = 2
+
+
+def assembly_entries(const idx_t[::1] indptr, const idx_t[::1] indices, source,
+                     const idx_t[::1] perm, const idx_t[::1] iperm, int keep,
+                     const idx_t[::1] fcol, const idx_t[::1] bloknum, const idx_t[::1] frow,
+                     const idx_t[::1] lrow, const idx_t[::1] bcoef, const idx_t[::1] stride):
+    """The entries of a CSC pattern that go into the panels, in one pass: ``(src, pos,
+    ptr)`` for AssemblyMap.
+
+    The columns are walked in pivot order (column ``perm[j]`` as pivot column j), each
+    in its CSC order; of each entry (pivot row ``iperm[row]``, pivot column j), those
+    ``keep`` selects (:data:`KEEP_LOWER`, :data:`KEEP_FROM_CBLK`,
+    :data:`KEEP_BELOW_CBLK`) give their index in the CSC arrays (``source[index]``
+    where ``source`` is not None: the entry's index in another matrix, for a transposed
+    pattern), their index in the panel of the column's cblk, and ``ptr``: cblk k's
+    entries are ``ptr[k]:ptr[k + 1]``. A cblk's rows are marked once, each with its
+    place in the panel, so that an entry's place is one lookup (no search over the
+    bloks). Raises ValueError for an entry kept that the block structure does not hold.
+    """
+    cdef idx_t n = perm.shape[0], ncblk = fcol.shape[0] - 1
+    cdef idx_t nnz = indptr[n] if n else 0
+    cdef cnp.ndarray[idx_t, ndim=1] src_a = np.empty(nnz, dtype=np.int64)
+    cdef cnp.ndarray[idx_t, ndim=1] pos_a = np.empty(nnz, dtype=np.int64)
+    cdef cnp.ndarray[idx_t, ndim=1] ptr_a = np.zeros(ncblk + 1, dtype=np.int64)
+    # owner[r]: the cblk whose rows were marked last (-1: none yet); place[r]: r's row in
+    # that cblk's panel.
+    cdef cnp.ndarray[idx_t, ndim=1] owner_a = np.full(n, -1, dtype=np.int64)
+    cdef cnp.ndarray[idx_t, ndim=1] place_a = np.empty(n, dtype=np.int64)
+    cdef idx_t[::1] src = src_a, pos = pos_a, ptr = ptr_a, owner = owner_a, place = place_a
+    cdef const idx_t[::1] origin
+    cdef bint mapped = source is not None
+    cdef idx_t j, k, b, p, r = 0, bound, first, m = 0
+    cdef bint bad = False
+    if keep not in (KEEP_LOWER, KEEP_FROM_CBLK, KEEP_BELOW_CBLK):
+        raise ValueError(f"keep must be 0, 1 or 2, got {keep}")
+    if iperm.shape[0] != n or indptr.shape[0] != n + 1:
+        raise ValueError("indptr, perm and iperm must be of one size n")
+    if fcol[ncblk] != n or fcol[0] != 0:
+        raise ValueError("the cblks must cover the n columns")
+    if mapped:
+        origin = source
+        if origin.shape[0] < nnz:
+            raise ValueError("source must name every entry")
+    else:
+        origin = src_a[:0]
+    with nogil:
+        for k in range(ncblk):
+            for r in range(fcol[k], fcol[k + 1]):
+                owner[r] = k
+                place[r] = r - fcol[k]
+            for b in range(bloknum[k] + 1, bloknum[k + 1]):
+                for r in range(frow[b], lrow[b] + 1):
+                    owner[r] = k
+                    place[r] = bcoef[b] + r - frow[b]
+            first = fcol[k]
+            for j in range(first, fcol[k + 1]):
+                if keep == 0:  # KEEP_LOWER
+                    bound = j
+                elif keep == 1:  # KEEP_FROM_CBLK
+                    bound = first
+                else:  # KEEP_BELOW_CBLK
+                    bound = fcol[k + 1]
+                for p in range(indptr[perm[j]], indptr[perm[j] + 1]):
+                    r = iperm[indices[p]]
+                    if r < bound:
+                        continue
+                    if owner[r] != k:
+                        bad = True
+                        break
+                    src[m] = origin[p] if mapped else p
+                    pos[m] = place[r] + (j - first) * stride[k]
+                    m += 1
+                if bad:
+                    break
+            if bad:
+                break
+            ptr[k + 1] = m
+    if bad:
+        raise ValueError(f"entry ({r}, {j}) lies outside the block structure")
+    return src_a[:m].copy(), pos_a[:m].copy(), ptr_a
