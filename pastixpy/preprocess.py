@@ -23,6 +23,7 @@ from ._matching import (
     ruiz_scaling,
 )
 from ._matching import max_product_matching as _mc64_matching
+from ._numeric import column_max_abs, scaled_values
 from .errors import SingularMatrixError
 
 
@@ -52,24 +53,29 @@ class Preprocessing:
         """B as a canonical CSC array with int64 indices, from a canonical CSC A.
 
         Stored zeros are kept (sparse products would drop them): the numeric
-        phase addresses B's entries by their position in A's pattern.
+        phase addresses B's entries by their position in A's pattern. Without a row
+        permutation B shares A's index arrays (neither is written), and its values are
+        made in one pass (:func:`pastixpy._numeric.scaled_values`).
         """
         if not self.scaled and A.indices.dtype == np.int64 and A.indptr.dtype == np.int64:
             return A  # nothing to do (LLᵀ): no copy
-        indices = A.indices.astype(np.int64)
+        indptr = np.ascontiguousarray(A.indptr, dtype=np.int64)
+        indices = np.ascontiguousarray(A.indices, dtype=np.int64)
         if self.row_perm is not None:
             new_row = np.empty(A.shape[0], dtype=np.int64)
             new_row[self.row_perm] = np.arange(A.shape[0], dtype=np.int64)
             indices = new_row[indices]
-        cols = np.repeat(np.arange(A.shape[1], dtype=np.int64), np.diff(A.indptr))
         # Row factor, then column factor, in double, rounded to A's dtype at the end:
         # dr_i dc_j alone may pass the largest float (tiny entries scaled by huge
         # factors), and a single-precision matrix's factors its range.
-        data = ((A.data * self.dr[indices]) * self.dc[cols]).astype(A.dtype, copy=False)
-        B = sp.csc_array((data, indices, A.indptr.astype(np.int64)), shape=A.shape)
+        data = np.empty(A.data.shape, dtype=A.dtype)
+        scaled_values(indptr, indices, np.ascontiguousarray(A.data), self.dr, self.dc, data)
+        B = sp.csc_array((data, indices, indptr), shape=A.shape, copy=False)
+        B.indptr, B.indices = indptr, indices  # scipy may narrow them to int32
         if self.row_perm is not None:
             B.has_sorted_indices = False
             B.sort_indices()
+        B.has_canonical_format = True  # A's pattern, its rows permuted: no duplicates
         return B
 
 
@@ -217,13 +223,19 @@ def binary_diagonal_scaling(A):
     if not C.nnz:
         return d
     with np.errstate(over="ignore"):
-        bound = float(np.abs(C.data).max()) * float(d.max()) ** 2
+        bound = _max_abs(C.data) * float(d.max()) ** 2
     if bound < np.finfo(np.float64).max:
         return d  # no scaled entry can overflow
     cols = np.repeat(np.arange(C.shape[1]), np.diff(C.indptr))
     with np.errstate(over="ignore"):
         scaled = (np.abs(C.data) * d[C.indices]) * d[cols]
     return d if np.isfinite(scaled).all() else np.ones(C.shape[0])
+
+
+def _max_abs(values):
+    """max |v| of a 1-D array of values, in one pass with no temporary array."""
+    values = np.ascontiguousarray(values)
+    return float(column_max_abs(values.reshape(-1, 1))[0])
 
 
 def equilibrate(A, symmetric, iterations=20, tol=1e-2, rows=None, weights=None):
