@@ -663,3 +663,26 @@ def assembly_entries(const idx_t[::1] indptr, const idx_t[::1] indices, source,
         got = -1 - got
         raise ValueError(f"entry ({got % n}, {got // n}) lies outside the block structure")
     return src_a, pos_a, ptr_a
+
+
+def stored_diagonal(const idx_t[::1] indptr, const idx_t[::1] indices):
+    """The number of columns j of a CSC pattern, rows sorted in each column, that store
+    row j (zeros count: the pattern's diagonal), by a binary search per column, with
+    no array made."""
+    cdef idx_t n = indptr.shape[0] - 1, j, lo, hi, mid, count = 0
+    if n <= 0:
+        return 0
+    if indices.shape[0] < indptr[n]:
+        raise ValueError("indices is shorter than indptr says")
+    with nogil:
+        for j in range(n):
+            lo, hi = indptr[j], indptr[j + 1]
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if indices[mid] < j:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            if lo < indptr[j + 1] and indices[lo] == j:
+                count += 1
+    return count

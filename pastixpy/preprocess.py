@@ -24,6 +24,7 @@ from ._matching import (
 )
 from ._matching import max_product_matching as _mc64_matching
 from ._numeric import column_max_abs, scaled_values
+from ._symbolic import stored_diagonal
 from .errors import SingularMatrixError
 
 
@@ -84,9 +85,9 @@ def check_structural_rank(A):
 
     The message names columns that cannot be matched to a row (original numbering).
     """
-    rows = A.indices
-    cols = np.repeat(np.arange(A.shape[1]), np.diff(A.indptr))
-    if np.count_nonzero(rows == cols) == A.shape[0]:
+    indptr = np.ascontiguousarray(A.indptr, dtype=np.int64)
+    indices = np.ascontiguousarray(A.indices, dtype=np.int64)
+    if stored_diagonal(indptr, indices) == A.shape[0]:
         return  # a full stored diagonal (canonical: one per column) is a perfect matching
     # MC21's depth-first search (ours): several times faster than scipy's Hopcroft-Karp
     # on these matrices, which are nearly matched already.
@@ -98,7 +99,7 @@ def check_structural_rank(A):
     if unmatched.size:
         shown = ", ".join(map(str, unmatched[:10].tolist()))
         more = f" and {unmatched.size - 10} more" if unmatched.size > 10 else ""
-        empty = np.flatnonzero(np.bincount(rows, minlength=A.shape[0]) == 0)
+        empty = np.flatnonzero(np.bincount(A.indices, minlength=A.shape[0]) == 0)
         rows_said = (
             f" (row(s) {', '.join(map(str, empty[:10].tolist()))}"
             f"{f' and {empty.size - 10} more' if empty.size > 10 else ''} empty)"

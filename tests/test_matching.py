@@ -11,8 +11,15 @@ from scipy.optimize import linear_sum_assignment
 from scipy.sparse.csgraph import maximum_bipartite_matching, min_weight_full_bipartite_matching
 
 from pastixpy._matching import max_product_matching
+from pastixpy._symbolic import stored_diagonal
+from pastixpy.errors import SingularMatrixError
 from pastixpy.kinds import KINDS
-from pastixpy.preprocess import Preprocessing, matching_scaling, preprocess
+from pastixpy.preprocess import (
+    Preprocessing,
+    check_structural_rank,
+    matching_scaling,
+    preprocess,
+)
 from pastixpy.preprocess import max_product_matching as prep_matching
 
 from conftest import load_shared
@@ -436,6 +443,28 @@ def test_apply_matches_its_numpy_reference(n, density, seed, dtype, permuted):
     np.testing.assert_array_equal(B.indptr, ref.indptr)
     np.testing.assert_array_equal(B.indices, ref.indices)
     assert B.data.tobytes() == ref.data.tobytes()
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 30), density=st.floats(0.0, 0.5), seed=st.integers(0, 2**31 - 1))
+def test_stored_diagonal_and_the_structural_rank_check(n, density, seed):
+    """The kernel's count of stored diagonal entries (zeros among them) against numpy's,
+    and check_structural_rank against scipy's maximum matching."""
+    rng = np.random.default_rng(seed)
+    A = sp.random_array((n, n), density=density, rng=rng, format="csc")
+    keep = rng.random(n) < 0.8
+    A = canonical(A + sp.diags_array(np.where(keep, rng.choice([0.0, 1.0], n), 0.0)))
+    # diags_array keeps its stored zeros, the sum may not: store the kept ones again.
+    D = sp.csc_array((np.zeros(keep.sum()), (np.flatnonzero(keep), np.flatnonzero(keep))), (n, n))
+    A = canonical(A + D)
+    cols = np.repeat(np.arange(n), np.diff(A.indptr))
+    assert stored_diagonal(A.indptr, A.indices) == np.count_nonzero(A.indices == cols)
+    rank = np.count_nonzero(maximum_bipartite_matching(sp.csr_array(A), perm_type="row") >= 0)
+    if rank == n:
+        check_structural_rank(A)
+    else:
+        with pytest.raises(SingularMatrixError, match="structurally singular"):
+            check_structural_rank(A)
 
 
 def test_preprocess_zero_fallback():
