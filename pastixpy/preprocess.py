@@ -224,7 +224,7 @@ def binary_diagonal_scaling(A):
     if not C.nnz:
         return d
     with np.errstate(over="ignore"):
-        bound = _max_abs(C.data) * float(d.max()) ** 2
+        bound = max_abs(C.data) * float(d.max()) ** 2
     if bound < np.finfo(np.float64).max:
         return d  # no scaled entry can overflow
     cols = np.repeat(np.arange(C.shape[1]), np.diff(C.indptr))
@@ -233,8 +233,15 @@ def binary_diagonal_scaling(A):
     return d if np.isfinite(scaled).all() else np.ones(C.shape[0])
 
 
-def _max_abs(values):
-    """max |v| of a 1-D array of values, in one pass with no temporary array."""
+def max_abs(values):
+    """max |v| of a 1-D array of values (0 when empty), in one pass with no temporary
+    array (``np.abs(values).max()`` makes one the size of the matrix).
+
+    Examples
+    --------
+    >>> max_abs(np.array([1.0, -3.0, 2.0]))
+    3.0
+    """
     values = np.ascontiguousarray(values)
     return float(column_max_abs(values.reshape(-1, 1))[0])
 
