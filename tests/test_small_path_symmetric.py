@@ -203,8 +203,8 @@ def test_too_many_entries_leave_without_a_graph(monkeypatch):
     pipeline before A + Aᵀ's graph is made (the analysis makes it once), and the
     verdict is the graph's."""
     # A banded matrix of half-bandwidth w: (n - w) w edges at least, the bound
-    # 2 edges² / n past MAX_FLOPS.
-    n, w = 2000, 40
+    # 2 edges² / n past MAX_FLOPS (and so past any share of it).
+    n, w = 2000, 60
     A = sp.diags_array(
         [np.full(n - abs(k), -1.0 if k else 2.0 * w + 1) for k in range(-w, w + 1)],
         offsets=list(range(-w, w + 1)),
