@@ -665,24 +665,45 @@ def assembly_entries(const idx_t[::1] indptr, const idx_t[::1] indices, source,
     return src_a, pos_a, ptr_a
 
 
+cdef inline idx_t _diagonal_at(const idx_t[::1] indptr, const idx_t[::1] indices,
+                               idx_t j) noexcept nogil:
+    """Where column j stores row j (its rows sorted), by binary search; -1 if it does not."""
+    cdef idx_t lo = indptr[j], hi = indptr[j + 1], mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if indices[mid] < j:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo if lo < indptr[j + 1] and indices[lo] == j else -1
+
+
 def stored_diagonal(const idx_t[::1] indptr, const idx_t[::1] indices):
     """The number of columns j of a CSC pattern, rows sorted in each column, that store
     row j (zeros count: the pattern's diagonal), by a binary search per column, with
     no array made."""
-    cdef idx_t n = indptr.shape[0] - 1, j, lo, hi, mid, count = 0
+    cdef idx_t n = indptr.shape[0] - 1, j, count = 0
     if n <= 0:
         return 0
     if indices.shape[0] < indptr[n]:
         raise ValueError("indices is shorter than indptr says")
     with nogil:
         for j in range(n):
-            lo, hi = indptr[j], indptr[j + 1]
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                if indices[mid] < j:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            if lo < indptr[j + 1] and indices[lo] == j:
+            if _diagonal_at(indptr, indices, j) >= 0:
                 count += 1
     return count
+
+
+def diagonal_positions(const idx_t[::1] indptr, const idx_t[::1] indices):
+    """Where each column j of a CSC pattern, rows sorted in each column, stores row j:
+    its index in ``indices`` (and the values), -1 where it stores none; a binary search
+    per column, not a pass over every entry as scipy's ``diagonal()``."""
+    cdef idx_t n = max(indptr.shape[0] - 1, 0), j
+    cdef cnp.ndarray[idx_t, ndim=1] out_a = np.empty(n, dtype=np.int64)
+    cdef idx_t[::1] out = out_a
+    if n and indices.shape[0] < indptr[n]:
+        raise ValueError("indices is shorter than indptr says")
+    with nogil:
+        for j in range(n):
+            out[j] = _diagonal_at(indptr, indices, j)
+    return out_a

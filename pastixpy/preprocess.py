@@ -24,7 +24,7 @@ from ._matching import (
 )
 from ._matching import max_product_matching as _mc64_matching
 from ._numeric import column_max_abs, scaled_values
-from ._symbolic import stored_diagonal
+from ._symbolic import diagonal_positions, stored_diagonal
 from .errors import SingularMatrixError
 
 
@@ -217,8 +217,8 @@ def binary_diagonal_scaling(A):
     >>> binary_diagonal_scaling(sp.diags_array([4.0, 9.0, 0.0, 1e-6])).tolist()
     [0.5, 0.25, 1.0, 1024.0]
     """
-    C = sp.csc_array(A)
-    diag = np.abs(C.diagonal()).astype(np.float64)
+    C = A if sp.issparse(A) and A.format == "csc" else sp.csc_array(A)  # keeps its flags
+    diag = np.abs(_diagonal(C)).astype(np.float64)
     _, exponent = np.frexp(diag)  # diag = m 2^exponent, m in [1/2, 1)
     d = np.where(diag > 0, np.ldexp(1.0, -(exponent // 2)), 1.0)
     if not C.nnz:
@@ -231,6 +231,19 @@ def binary_diagonal_scaling(A):
     with np.errstate(over="ignore"):
         scaled = (np.abs(C.data) * d[C.indices]) * d[cols]
     return d if np.isfinite(scaled).all() else np.ones(C.shape[0])
+
+
+def _diagonal(C):
+    """C's diagonal (0 where not stored), read by a binary search per column where C is
+    canonical with int64 indices (:func:`pastixpy._symbolic.diagonal_positions`), by
+    scipy's pass over every entry otherwise."""
+    if not (C.indices.dtype == C.indptr.dtype == np.int64 and C.has_canonical_format):
+        return C.diagonal()
+    pos = diagonal_positions(C.indptr, C.indices)
+    stored = pos >= 0
+    diag = np.zeros(pos.size, dtype=C.dtype)
+    diag[stored] = C.data[pos[stored]]
+    return diag
 
 
 def max_abs(values):

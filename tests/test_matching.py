@@ -11,11 +11,12 @@ from scipy.optimize import linear_sum_assignment
 from scipy.sparse.csgraph import maximum_bipartite_matching, min_weight_full_bipartite_matching
 
 from pastixpy._matching import max_product_matching
-from pastixpy._symbolic import stored_diagonal
+from pastixpy._symbolic import diagonal_positions, stored_diagonal
 from pastixpy.errors import SingularMatrixError
 from pastixpy.kinds import KINDS
 from pastixpy.preprocess import (
     Preprocessing,
+    binary_diagonal_scaling,
     check_structural_rank,
     matching_scaling,
     preprocess,
@@ -459,6 +460,11 @@ def test_stored_diagonal_and_the_structural_rank_check(n, density, seed):
     A = canonical(A + D)
     cols = np.repeat(np.arange(n), np.diff(A.indptr))
     assert stored_diagonal(A.indptr, A.indices) == np.count_nonzero(A.indices == cols)
+    at = np.full(n, -1)
+    at[cols[A.indices == cols]] = np.flatnonzero(A.indices == cols)
+    np.testing.assert_array_equal(diagonal_positions(A.indptr, A.indices), at)
+    A.has_canonical_format = True
+    np.testing.assert_array_equal(binary_diagonal_scaling(A), binary_diagonal_scaling(A.tocoo()))
     rank = np.count_nonzero(maximum_bipartite_matching(sp.csr_array(A), perm_type="row") >= 0)
     if rank == n:
         check_structural_rank(A)
