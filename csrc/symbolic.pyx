@@ -10,7 +10,7 @@
 import numpy as np
 
 cimport numpy as cnp
-from libc.stdint cimport int64_t
+from libc.stdint cimport INT32_MAX, int32_t, int64_t
 from libc.stdlib cimport free, malloc, qsort, realloc
 from libc.string cimport memcpy
 
@@ -470,6 +470,32 @@ def refine_order(const idx_t[::1] cls, const idx_t[::1] setptr, const idx_t[::1]
     return order_a
 
 
+cdef inline idx_t _panel_offset(idx_t r, idx_t c, idx_t k, const idx_t[::1] fcol,
+                                const idx_t[::1] bloknum, const idx_t[::1] frow,
+                                const idx_t[::1] lrow, const idx_t[::1] bcoef,
+                                const idx_t[::1] stride) noexcept nogil:
+    """Index of entry (r, c), pivot order, in the panel of c's cblk k, or -1 where the
+    block structure does not hold it (r above cblk k, or in none of its bloks)."""
+    cdef idx_t lo, hi, mid
+    if r < fcol[k]:
+        return -1
+    if r < fcol[k + 1]:
+        lo = r - fcol[k]
+    else:
+        # The last of the cblk's off-diagonal bloks starting at or above r.
+        lo, hi = bloknum[k] + 1, bloknum[k + 1] - 1
+        while lo < hi:
+            mid = (lo + hi + 1) >> 1
+            if frow[mid] <= r:
+                lo = mid
+            else:
+                hi = mid - 1
+        if lo >= bloknum[k + 1] or frow[lo] > r or lrow[lo] < r:
+            return -1
+        lo = bcoef[lo] + r - frow[lo]
+    return lo + (c - fcol[k]) * stride[k]
+
+
 def panel_positions(const idx_t[::1] rows, const idx_t[::1] cols, const idx_t[::1] fcol,
                     const idx_t[::1] col2cblk, const idx_t[::1] bloknum,
                     const idx_t[::1] frow, const idx_t[::1] lrow,
@@ -481,7 +507,7 @@ def panel_positions(const idx_t[::1] rows, const idx_t[::1] cols, const idx_t[::
     blok of that cblk holding it (binary search over the cblk's bloks). Raises
     ValueError for a row above the cblk or in no blok: outside the block structure.
     """
-    cdef idx_t m = rows.shape[0], ncblk = fcol.shape[0] - 1, i, k, r, c, lo, hi, mid
+    cdef idx_t m = rows.shape[0], ncblk = fcol.shape[0] - 1, i, k, r, c, lo
     cdef cnp.ndarray[idx_t, ndim=1] out = np.empty(m, dtype=np.int64)
     cdef idx_t* pos = &out[0] if m else NULL
     cdef bint bad = False
@@ -496,25 +522,188 @@ def panel_positions(const idx_t[::1] rows, const idx_t[::1] cols, const idx_t[::
                 bad = True
                 break
             k = col2cblk[c]
-            if r < fcol[k]:
+            lo = _panel_offset(r, c, k, fcol, bloknum, frow, lrow, bcoef, stride)
+            if lo < 0:
                 bad = True
                 break
-            if r < fcol[k + 1]:
-                lo = r - fcol[k]
-            else:
-                # The last of the cblk's off-diagonal bloks starting at or above r.
-                lo, hi = bloknum[k] + 1, bloknum[k + 1] - 1
-                while lo < hi:
-                    mid = (lo + hi + 1) >> 1
-                    if frow[mid] <= r:
-                        lo = mid
-                    else:
-                        hi = mid - 1
-                if lo >= bloknum[k + 1] or frow[lo] > r or lrow[lo] < r:
-                    bad = True
-                    break
-                lo = bcoef[lo] + r - frow[lo]
-            pos[i] = coefind[k] + lo + (c - fcol[k]) * stride[k]
+            pos[i] = coefind[k] + lo
     if bad:
         raise ValueError(f"entry ({r}, {c}) lies outside the block structure")
     return out
+
+
+#: Which entries :func:`assembly_entries` keeps: pivot row at least the pivot column
+#: (a lower triangle), at least the first column of the column's cblk (L's panels of
+#: LU: the diagonal blocks whole), or past its last column (Uᵀ's panels: Bᵀ's lower
+#: entries outside the diagonal blocks).
+KEEP_LOWER = 0
+KEEP_FROM_CBLK = 1
+KEEP_BELOW_CBLK = 2
+
+
+ctypedef fused entry_t:
+    int32_t
+    int64_t
+
+
+cdef inline idx_t _keep_bound(int keep, idx_t j, idx_t k, const idx_t[::1] fcol) noexcept nogil:
+    """The least pivot row :func:`assembly_entries` keeps in pivot column j of cblk k."""
+    if keep == 0:  # KEEP_LOWER
+        return j
+    if keep == 1:  # KEEP_FROM_CBLK
+        return fcol[k]
+    return fcol[k + 1]  # KEEP_BELOW_CBLK
+
+
+cdef idx_t _assembly_fill(const idx_t[::1] indptr, const idx_t[::1] indices,
+                          const idx_t* origin, const idx_t[::1] perm, const idx_t[::1] iperm,
+                          int keep, const idx_t[::1] fcol, const idx_t[::1] bloknum,
+                          const idx_t[::1] frow, const idx_t[::1] lrow, const idx_t[::1] bcoef,
+                          const idx_t[::1] stride, idx_t[::1] owner, idx_t[::1] place,
+                          entry_t* src, entry_t* pos, idx_t* ptr) noexcept nogil:
+    """The second pass of :func:`assembly_entries`: the kept entries written, ``ptr``
+    filled; returns -1 - (the pivot column of an entry the structure does not hold, times
+    n, plus its pivot row), or the count written."""
+    cdef idx_t n = perm.shape[0], ncblk = fcol.shape[0] - 1
+    cdef idx_t j, k, b, p, r, bound, first, m = 0
+    for k in range(ncblk):
+        # Mark cblk k's rows with their place in its panel.
+        for r in range(fcol[k], fcol[k + 1]):
+            owner[r] = k
+            place[r] = r - fcol[k]
+        for b in range(bloknum[k] + 1, bloknum[k + 1]):
+            for r in range(frow[b], lrow[b] + 1):
+                owner[r] = k
+                place[r] = bcoef[b] + r - frow[b]
+        first = fcol[k]
+        for j in range(first, fcol[k + 1]):
+            bound = _keep_bound(keep, j, k, fcol)
+            for p in range(indptr[perm[j]], indptr[perm[j] + 1]):
+                r = iperm[indices[p]]
+                if r < bound:
+                    continue
+                if owner[r] != k:
+                    return -1 - (j * n + r)
+                src[m] = <entry_t>(origin[p] if origin != NULL else p)
+                pos[m] = <entry_t>(place[r] + (j - first) * stride[k])
+                m += 1
+        ptr[k + 1] = m
+    return m
+
+
+def assembly_entries(const idx_t[::1] indptr, const idx_t[::1] indices, source,
+                     const idx_t[::1] perm, const idx_t[::1] iperm, int keep,
+                     const idx_t[::1] fcol, const idx_t[::1] bloknum, const idx_t[::1] frow,
+                     const idx_t[::1] lrow, const idx_t[::1] bcoef, const idx_t[::1] stride):
+    """The entries of a CSC pattern that go into the panels: ``(src, pos, ptr)`` for
+    AssemblyMap.
+
+    The columns are walked in pivot order (column ``perm[j]`` as pivot column j), each
+    in its CSC order; of each entry (pivot row ``iperm[row]``, pivot column j), those
+    ``keep`` selects (:data:`KEEP_LOWER`, :data:`KEEP_FROM_CBLK`,
+    :data:`KEEP_BELOW_CBLK`) give their index in the CSC arrays (``source[index]``
+    where ``source`` is not None: the entry's index in another matrix, for a transposed
+    pattern), their index in the panel of the column's cblk, and ``ptr``: cblk k's
+    entries are ``ptr[k]:ptr[k + 1]``. ``src`` and ``pos`` are int32 where their values
+    allow, else int64. A first pass counts the entries kept (the arrays are made to
+    size); in the second, a cblk's rows are marked once, each with its place in the
+    panel, so that an entry's place is one lookup (no search over the bloks). Raises
+    ValueError for an entry kept that the block structure does not hold.
+    """
+    cdef idx_t n = perm.shape[0], ncblk = fcol.shape[0] - 1
+    cdef idx_t nnz = indptr[n] if n else 0
+    cdef idx_t j, k, p, bound, m = 0, top = nnz, panel = 0, got
+    cdef const idx_t[::1] origin
+    cdef const idx_t* optr = NULL
+    if keep not in (KEEP_LOWER, KEEP_FROM_CBLK, KEEP_BELOW_CBLK):
+        raise ValueError(f"keep must be 0, 1 or 2, got {keep}")
+    if iperm.shape[0] != n or indptr.shape[0] != n + 1:
+        raise ValueError("indptr, perm and iperm must be of one size n")
+    if fcol[ncblk] != n or fcol[0] != 0:
+        raise ValueError("the cblks must cover the n columns")
+    if source is not None:
+        origin = source
+        if origin.shape[0] < nnz:
+            raise ValueError("source must name every entry")
+        optr = &origin[0] if nnz else NULL
+        top = 0
+    cdef cnp.ndarray[idx_t, ndim=1] ptr_a = np.zeros(ncblk + 1, dtype=np.int64)
+    cdef cnp.ndarray[idx_t, ndim=1] owner_a = np.full(n, -1, dtype=np.int64)
+    cdef cnp.ndarray[idx_t, ndim=1] place_a = np.empty(n, dtype=np.int64)
+    with nogil:
+        for k in range(ncblk):
+            panel = max(panel, stride[k] * (fcol[k + 1] - fcol[k]))
+            for j in range(fcol[k], fcol[k + 1]):
+                bound = _keep_bound(keep, j, k, fcol)
+                for p in range(indptr[perm[j]], indptr[perm[j] + 1]):
+                    if iperm[indices[p]] >= bound:
+                        m += 1
+                        if optr != NULL and optr[p] >= top:
+                            top = optr[p] + 1
+    narrow = top <= INT32_MAX and panel <= INT32_MAX
+    src_a = np.empty(m, dtype=np.int32 if narrow else np.int64)
+    pos_a = np.empty(m, dtype=np.int32 if narrow else np.int64)
+    cdef int32_t[::1] src32, pos32
+    cdef int64_t[::1] src64, pos64
+    cdef idx_t[::1] owner = owner_a, place = place_a
+    cdef idx_t* ptr = &ptr_a[0]
+    if narrow:
+        src32, pos32 = src_a, pos_a
+        with nogil:
+            got = _assembly_fill(indptr, indices, optr, perm, iperm, keep, fcol, bloknum,
+                                 frow, lrow, bcoef, stride, owner, place,
+                                 &src32[0] if m else NULL, &pos32[0] if m else NULL, ptr)
+    else:
+        src64, pos64 = src_a, pos_a
+        with nogil:
+            got = _assembly_fill(indptr, indices, optr, perm, iperm, keep, fcol, bloknum,
+                                 frow, lrow, bcoef, stride, owner, place,
+                                 &src64[0] if m else NULL, &pos64[0] if m else NULL, ptr)
+    if got < 0:
+        got = -1 - got
+        raise ValueError(f"entry ({got % n}, {got // n}) lies outside the block structure")
+    return src_a, pos_a, ptr_a
+
+
+cdef inline idx_t _diagonal_at(const idx_t[::1] indptr, const idx_t[::1] indices,
+                               idx_t j) noexcept nogil:
+    """Where column j stores row j (its rows sorted), by binary search; -1 if it does not."""
+    cdef idx_t lo = indptr[j], hi = indptr[j + 1], mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if indices[mid] < j:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo if lo < indptr[j + 1] and indices[lo] == j else -1
+
+
+def stored_diagonal(const idx_t[::1] indptr, const idx_t[::1] indices):
+    """The number of columns j of a CSC pattern, rows sorted in each column, that store
+    row j (zeros count: the pattern's diagonal), by a binary search per column, with
+    no array made."""
+    cdef idx_t n = indptr.shape[0] - 1, j, count = 0
+    if n <= 0:
+        return 0
+    if indices.shape[0] < indptr[n]:
+        raise ValueError("indices is shorter than indptr says")
+    with nogil:
+        for j in range(n):
+            if _diagonal_at(indptr, indices, j) >= 0:
+                count += 1
+    return count
+
+
+def diagonal_positions(const idx_t[::1] indptr, const idx_t[::1] indices):
+    """Where each column j of a CSC pattern, rows sorted in each column, stores row j:
+    its index in ``indices`` (and the values), -1 where it stores none; a binary search
+    per column, not a pass over every entry as scipy's ``diagonal()``."""
+    cdef idx_t n = max(indptr.shape[0] - 1, 0), j
+    cdef cnp.ndarray[idx_t, ndim=1] out_a = np.empty(n, dtype=np.int64)
+    cdef idx_t[::1] out = out_a
+    if n and indices.shape[0] < indptr[n]:
+        raise ValueError("indices is shorter than indptr says")
+    with nogil:
+        for j in range(n):
+            out[j] = _diagonal_at(indptr, indices, j)
+    return out_a

@@ -39,6 +39,12 @@ from .symbolic import (
 #: Below this many flops the reordering inside supernodes costs more than it saves.
 REORDER_MIN_FLOPS = 1e8
 
+#: The ordering methods whose supernodes the reordering is for by default: nested
+#: dissection's separators, on which the traces of the subdomains below nest. A minimum
+#: degree ordering's supernodes came out with more bloks than they had, not fewer, and
+#: factorizations no faster for the reordering's cost (docs/analysis.md).
+REORDER_METHODS = ("metis",)
+
 
 #: Dtypes the memory forecast is given for.
 FORECAST_DTYPES = ("float32", "float64", "complex64", "complex128")
@@ -243,9 +249,11 @@ def analyze(
         Reorder the columns inside each supernode so that the rows other cblks
         have there form few intervals (fewer, taller blocks: fewer BLAS calls
         and scatters; see :func:`pastixpy.symbolic.reorder_supernodes`). The
-        fill does not grow. Default: on for the ordering methods when the
-        factorization takes at least :data:`REORDER_MIN_FLOPS`, off for a
-        permutation array, which is then kept as given (up to postorder).
+        fill does not grow. Default: on for nested dissection
+        (:data:`REORDER_METHODS`) when the factorization takes at least
+        :data:`REORDER_MIN_FLOPS`; off for the other methods, whose supernodes it
+        does not improve, and for a permutation array, which is then kept as given
+        (up to postorder).
     clusters : (int, int), optional
         Cut every separator (fundamental supernode) wider than ``max`` into compact
         clusters of about ``min`` to ``max`` unknowns, each numbered consecutively and a
@@ -366,7 +374,7 @@ def analyze(
     fcol, n_zeros = supernode_partition(tree, amalgamation=amalgamation, together=together)
     lap("supernodes")
     if reorder is None:
-        reorder = ordered.method != "user" and tree.flops >= REORDER_MIN_FLOPS
+        reorder = ordered.method in REORDER_METHODS and tree.flops >= REORDER_MIN_FLOPS
     # Reordering inside supernodes would move the Schur unknowns out of the order given.
     reorder = reorder and schur is None
     if reorder:

@@ -53,7 +53,7 @@ from .matrix import symmetric_pattern, symmetry_of
 from .numeric import ONE_PROCESS, AssemblyMap, PanelLayout, SchurFactors, is_small
 from .options import parse_option
 from .ordering import METIS_UFACTORS, ORDERINGS
-from .preprocess import Preprocessing, check_structural_rank, preprocess
+from .preprocess import Preprocessing, check_structural_rank, max_abs, preprocess
 from .runtime import OPENMP, blas_threads
 from .schur import check_schur, check_schur_options
 from .solve import Solver, pivot_order_gathers
@@ -843,7 +843,7 @@ def _same_pattern(analysis, B):
 
 def _norm_max(C):
     """max |c_ij| of a sparse matrix (0 when it has no entries)."""
-    return float(np.abs(C.data).max()) if C.nnz else 0.0
+    return max_abs(C.data)
 
 
 def _norm_inf(C):

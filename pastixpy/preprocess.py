@@ -23,6 +23,8 @@ from ._matching import (
     ruiz_scaling,
 )
 from ._matching import max_product_matching as _mc64_matching
+from ._numeric import column_max_abs, scaled_values
+from ._symbolic import diagonal_positions, stored_diagonal
 from .errors import SingularMatrixError
 
 
@@ -52,24 +54,29 @@ class Preprocessing:
         """B as a canonical CSC array with int64 indices, from a canonical CSC A.
 
         Stored zeros are kept (sparse products would drop them): the numeric
-        phase addresses B's entries by their position in A's pattern.
+        phase addresses B's entries by their position in A's pattern. Without a row
+        permutation B shares A's index arrays (neither is written), and its values are
+        made in one pass (:func:`pastixpy._numeric.scaled_values`).
         """
         if not self.scaled and A.indices.dtype == np.int64 and A.indptr.dtype == np.int64:
             return A  # nothing to do (LLᵀ): no copy
-        indices = A.indices.astype(np.int64)
+        indptr = np.ascontiguousarray(A.indptr, dtype=np.int64)
+        indices = np.ascontiguousarray(A.indices, dtype=np.int64)
         if self.row_perm is not None:
             new_row = np.empty(A.shape[0], dtype=np.int64)
             new_row[self.row_perm] = np.arange(A.shape[0], dtype=np.int64)
             indices = new_row[indices]
-        cols = np.repeat(np.arange(A.shape[1], dtype=np.int64), np.diff(A.indptr))
         # Row factor, then column factor, in double, rounded to A's dtype at the end:
         # dr_i dc_j alone may pass the largest float (tiny entries scaled by huge
         # factors), and a single-precision matrix's factors its range.
-        data = ((A.data * self.dr[indices]) * self.dc[cols]).astype(A.dtype, copy=False)
-        B = sp.csc_array((data, indices, A.indptr.astype(np.int64)), shape=A.shape)
+        data = np.empty(A.data.shape, dtype=A.dtype)
+        scaled_values(indptr, indices, np.ascontiguousarray(A.data), self.dr, self.dc, data)
+        B = sp.csc_array((data, indices, indptr), shape=A.shape, copy=False)
+        B.indptr, B.indices = indptr, indices  # scipy may narrow them to int32
         if self.row_perm is not None:
             B.has_sorted_indices = False
             B.sort_indices()
+        B.has_canonical_format = True  # A's pattern, its rows permuted: no duplicates
         return B
 
 
@@ -78,9 +85,9 @@ def check_structural_rank(A):
 
     The message names columns that cannot be matched to a row (original numbering).
     """
-    rows = A.indices
-    cols = np.repeat(np.arange(A.shape[1]), np.diff(A.indptr))
-    if np.count_nonzero(rows == cols) == A.shape[0]:
+    indptr = np.ascontiguousarray(A.indptr, dtype=np.int64)
+    indices = np.ascontiguousarray(A.indices, dtype=np.int64)
+    if stored_diagonal(indptr, indices) == A.shape[0]:
         return  # a full stored diagonal (canonical: one per column) is a perfect matching
     # MC21's depth-first search (ours): several times faster than scipy's Hopcroft-Karp
     # on these matrices, which are nearly matched already.
@@ -92,7 +99,7 @@ def check_structural_rank(A):
     if unmatched.size:
         shown = ", ".join(map(str, unmatched[:10].tolist()))
         more = f" and {unmatched.size - 10} more" if unmatched.size > 10 else ""
-        empty = np.flatnonzero(np.bincount(rows, minlength=A.shape[0]) == 0)
+        empty = np.flatnonzero(np.bincount(A.indices, minlength=A.shape[0]) == 0)
         rows_said = (
             f" (row(s) {', '.join(map(str, empty[:10].tolist()))}"
             f"{f' and {empty.size - 10} more' if empty.size > 10 else ''} empty)"
@@ -210,20 +217,46 @@ def binary_diagonal_scaling(A):
     >>> binary_diagonal_scaling(sp.diags_array([4.0, 9.0, 0.0, 1e-6])).tolist()
     [0.5, 0.25, 1.0, 1024.0]
     """
-    C = sp.csc_array(A)
-    diag = np.abs(C.diagonal()).astype(np.float64)
+    C = A if sp.issparse(A) and A.format == "csc" else sp.csc_array(A)  # keeps its flags
+    diag = np.abs(_diagonal(C)).astype(np.float64)
     _, exponent = np.frexp(diag)  # diag = m 2^exponent, m in [1/2, 1)
     d = np.where(diag > 0, np.ldexp(1.0, -(exponent // 2)), 1.0)
     if not C.nnz:
         return d
     with np.errstate(over="ignore"):
-        bound = float(np.abs(C.data).max()) * float(d.max()) ** 2
+        bound = max_abs(C.data) * float(d.max()) ** 2
     if bound < np.finfo(np.float64).max:
         return d  # no scaled entry can overflow
     cols = np.repeat(np.arange(C.shape[1]), np.diff(C.indptr))
     with np.errstate(over="ignore"):
         scaled = (np.abs(C.data) * d[C.indices]) * d[cols]
     return d if np.isfinite(scaled).all() else np.ones(C.shape[0])
+
+
+def _diagonal(C):
+    """C's diagonal (0 where not stored), read by a binary search per column where C is
+    canonical with int64 indices (:func:`pastixpy._symbolic.diagonal_positions`), by
+    scipy's pass over every entry otherwise."""
+    if not (C.indices.dtype == C.indptr.dtype == np.int64 and C.has_canonical_format):
+        return C.diagonal()
+    pos = diagonal_positions(C.indptr, C.indices)
+    stored = pos >= 0
+    diag = np.zeros(pos.size, dtype=C.dtype)
+    diag[stored] = C.data[pos[stored]]
+    return diag
+
+
+def max_abs(values):
+    """max |v| of a 1-D array of values (0 when empty), in one pass with no temporary
+    array (``np.abs(values).max()`` makes one the size of the matrix).
+
+    Examples
+    --------
+    >>> max_abs(np.array([1.0, -3.0, 2.0]))
+    3.0
+    """
+    values = np.ascontiguousarray(values)
+    return float(column_max_abs(values.reshape(-1, 1))[0])
 
 
 def equilibrate(A, symmetric, iterations=20, tol=1e-2, rows=None, weights=None):

@@ -520,13 +520,19 @@ class SimplicialLDL:
 def factor_symmetric(C, hermitian, ordering="auto"):
     """:class:`SimplicialLDL` of canonical C (both triangles of a symmetric or Hermitian
     matrix stored), ordered by our AMD on its pattern, or None: past the flop budget
-    (:data:`MAX_FLOPS`, decided from the graph or the ordering's forecast, exact for
-    LDLᵀ without pivoting), or a zero or non-finite D entry."""
+    (:data:`MAX_FLOPS`, decided from C's entry count, then its graph, then the
+    ordering's forecast, exact for LDLᵀ without pivoting), or a zero or non-finite D
+    entry."""
     n = C.shape[0]
     if n > MAX_N:
         return None
-    xadj, adjncy = symmetric_pattern(C)
     by_forecast = ordering != "natural"
+    # C's off-diagonal entries, at least nnz - n, are edges of A + Aᵀ's graph: where
+    # they alone put the forecast's bound past its share of the budget, the verdict
+    # needs no graph.
+    if by_forecast and forecast_lower_bound(max(C.nnz - n, 0) / 2, n) > BOUND_SHARE * MAX_FLOPS:
+        return None
+    xadj, adjncy = symmetric_pattern(C)
     if by_forecast and forecast_lower_bound(adjncy.size / 2, n) > BOUND_SHARE * MAX_FLOPS:
         return None
     if ordering == "natural":

@@ -368,6 +368,8 @@ def reorder_supernodes(xadj, adjncy, tree, fcol, together=None):
     if together is not None:
         pair = together[np.minimum(cols + 1, n - 1)] & (cols + 1 < n)
         cols = np.insert(cols, np.flatnonzero(pair) + 1, cols[pair] + 1)
+    if np.array_equal(cols, np.arange(n)):
+        return tree  # no column moved: the tree and counts stand
     return elimination_tree(xadj, adjncy, tree.perm[cols], keep_order=True)
 
 

@@ -377,6 +377,29 @@ def test_reordering_random_patterns(n, density, seed):
     assert an.stats["nnz_L_stored"] == plain.stats["nnz_L_stored"]
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(2, 60), st.floats(0.0, 0.3), st.integers(0, 2**31 - 1))
+def test_reordered_tree_is_the_recounted_one(n, density, seed):
+    """reorder_supernodes's tree is the elimination tree of its permutation, recounted,
+    or the tree it was given (the same object) where no column moved: a natural order
+    on a path moves none."""
+    from pastixpy.matrix import canonical_csc, symmetric_pattern
+    from pastixpy.symbolic import elimination_tree, reorder_supernodes, supernode_partition
+
+    A = random_pattern(n, density, seed, symmetric=True)
+    xadj, adjncy = symmetric_pattern(canonical_csc(A))
+    tree = elimination_tree(xadj, adjncy, np.random.default_rng(seed).permutation(n))
+    fcol, _ = supernode_partition(tree)
+    out = reorder_supernodes(xadj, adjncy, tree, fcol)
+    again = elimination_tree(xadj, adjncy, out.perm, keep_order=True)
+    for name in ("perm", "parent", "colcount", "sep_ptr", "sep_parent"):
+        assert np.array_equal(getattr(out, name), getattr(again, name)), name
+    path = sp.diags_array([np.ones(n - 1), np.ones(n), np.ones(n - 1)], offsets=[-1, 0, 1])
+    xadj, adjncy = symmetric_pattern(canonical_csc(path))
+    tree = elimination_tree(xadj, adjncy, np.arange(n))
+    assert reorder_supernodes(xadj, adjncy, tree, supernode_partition(tree)[0]) is tree
+
+
 def test_auto_ordering_keeps_amd_unless_nested_dissection_pays():
     """Small graphs: AMD. Larger ones: AMD first, then METIS only where nested
     dissection's forecast saving in the factorization exceeds a METIS run's cost, with

@@ -11,8 +11,16 @@ from scipy.optimize import linear_sum_assignment
 from scipy.sparse.csgraph import maximum_bipartite_matching, min_weight_full_bipartite_matching
 
 from pastixpy._matching import max_product_matching
+from pastixpy._symbolic import diagonal_positions, stored_diagonal
+from pastixpy.errors import SingularMatrixError
 from pastixpy.kinds import KINDS
-from pastixpy.preprocess import matching_scaling, preprocess
+from pastixpy.preprocess import (
+    Preprocessing,
+    binary_diagonal_scaling,
+    check_structural_rank,
+    matching_scaling,
+    preprocess,
+)
 from pastixpy.preprocess import max_product_matching as prep_matching
 
 from conftest import load_shared
@@ -387,6 +395,82 @@ def test_matching_scaling(n, density, seed):
     P = preprocess(A, KINDS["lu"])
     np.testing.assert_array_equal(P.row_perm, row_perm)
     np.testing.assert_allclose(np.abs(P.apply(A).diagonal()), 1.0, rtol=0, atol=1e-12)
+
+
+def reference_apply(P, A):
+    """B = diag(dr) A[row_perm] diag(dc) by numpy passes (Preprocessing.apply as it was
+    before its one-pass kernel): the values rounded once, to A's dtype, at the end."""
+    indices = A.indices.astype(np.int64)
+    if P.row_perm is not None:
+        new_row = np.empty(A.shape[0], dtype=np.int64)
+        new_row[P.row_perm] = np.arange(A.shape[0], dtype=np.int64)
+        indices = new_row[indices]
+    cols = np.repeat(np.arange(A.shape[1], dtype=np.int64), np.diff(A.indptr))
+    data = ((A.data * P.dr[indices]) * P.dc[cols]).astype(A.dtype, copy=False)
+    B = sp.csc_array((data, indices, A.indptr.astype(np.int64)), shape=A.shape)
+    if P.row_perm is not None:
+        B.has_sorted_indices = False
+        B.sort_indices()
+    return B
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(1, 30),
+    density=st.floats(0.0, 0.5),
+    seed=st.integers(0, 2**31 - 1),
+    dtype=st.sampled_from([np.float32, np.float64, np.complex64, np.complex128]),
+    permuted=st.booleans(),
+)
+def test_apply_matches_its_numpy_reference(n, density, seed, dtype, permuted):
+    """Preprocessing.apply's values to the bit, signed zeros and factors far from 1
+    included, its pattern and its canonical flag."""
+    rng = np.random.default_rng(seed)
+    A = sp.random_array((n, n), density=density, rng=rng, format="csc") + sp.eye_array(n)
+    if np.dtype(dtype).kind == "c":
+        A = A + 1j * sp.random_array((n, n), density=density, rng=rng, format="csc")
+    A = canonical(sp.csc_array(A).astype(dtype))
+    signs = rng.choice([-1.0, 1.0], A.nnz)
+    zero = rng.random(A.nnz) < 0.2  # stored zeros of either sign
+    A.data = (np.where(zero, 0.0, A.data * signs) * np.where(zero, signs, 1.0)).astype(dtype)
+    if np.dtype(dtype).kind == "c":
+        A.data.imag[rng.random(A.nnz) < 0.3] *= -0.0
+    dr = 2.0 ** rng.integers(-30, 30, n) * rng.uniform(0.5, 2, n)
+    dc = 2.0 ** rng.integers(-30, 30, n) * rng.uniform(0.5, 2, n)
+    P = Preprocessing(rng.permutation(n) if permuted else None, dr, dc)
+    B, ref = P.apply(A), reference_apply(P, A)
+    assert B.dtype == ref.dtype and B.has_canonical_format
+    assert B.indices.dtype == B.indptr.dtype == np.int64
+    np.testing.assert_array_equal(B.indptr, ref.indptr)
+    np.testing.assert_array_equal(B.indices, ref.indices)
+    assert B.data.tobytes() == ref.data.tobytes()
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 30), density=st.floats(0.0, 0.5), seed=st.integers(0, 2**31 - 1))
+def test_stored_diagonal_and_the_structural_rank_check(n, density, seed):
+    """The kernel's count of stored diagonal entries (zeros among them) against numpy's,
+    and check_structural_rank against scipy's maximum matching."""
+    rng = np.random.default_rng(seed)
+    A = sp.random_array((n, n), density=density, rng=rng, format="csc")
+    keep = rng.random(n) < 0.8
+    A = canonical(A + sp.diags_array(np.where(keep, rng.choice([0.0, 1.0], n), 0.0)))
+    # diags_array keeps its stored zeros, the sum may not: store the kept ones again.
+    D = sp.csc_array((np.zeros(keep.sum()), (np.flatnonzero(keep), np.flatnonzero(keep))), (n, n))
+    A = canonical(A + D)
+    cols = np.repeat(np.arange(n), np.diff(A.indptr))
+    assert stored_diagonal(A.indptr, A.indices) == np.count_nonzero(A.indices == cols)
+    at = np.full(n, -1)
+    at[cols[A.indices == cols]] = np.flatnonzero(A.indices == cols)
+    np.testing.assert_array_equal(diagonal_positions(A.indptr, A.indices), at)
+    A.has_canonical_format = True
+    np.testing.assert_array_equal(binary_diagonal_scaling(A), binary_diagonal_scaling(A.tocoo()))
+    rank = np.count_nonzero(maximum_bipartite_matching(sp.csr_array(A), perm_type="row") >= 0)
+    if rank == n:
+        check_structural_rank(A)
+    else:
+        with pytest.raises(SingularMatrixError, match="structurally singular"):
+            check_structural_rank(A)
 
 
 def test_preprocess_zero_fallback():

@@ -813,6 +813,84 @@ def test_panel_positions_reject_entries_outside_the_structure():
         layout.position(np.array([0]), np.array([n - 1]))  # above the diagonal block
 
 
+def reference_assembly_map(B, iperm, layout, two_factors):
+    """AssemblyMap's fields by numpy passes and :meth:`PanelLayout.position` (the map as it
+    was built before its one-pass kernel): entries sorted by pivot column, filtered,
+    positioned, grouped by cblk."""
+
+    def by_pivot_column(indptr, indices, perm):
+        lengths = np.diff(indptr)[perm]
+        starts = np.asarray(indptr[:-1], dtype=np.int64)[perm]
+        first = np.cumsum(lengths) - lengths
+        src = np.repeat(starts - first, lengths) + np.arange(int(lengths.sum()))
+        return src, iperm[indices[src]], np.repeat(np.arange(iperm.size), lengths)
+
+    def cblk_ptr(pc):
+        return np.searchsorted(pc, layout.fcol)
+
+    perm = np.argsort(iperm)
+    src, pr, pc = by_pivot_column(B.indptr, B.indices, perm)
+    none = np.empty(0, dtype=np.int64)
+    if not two_factors:
+        lower = pr >= pc
+        pr, pc = pr[lower], pc[lower]
+        no_entries = np.zeros(layout.ncblk + 1, dtype=np.int64)
+        return src[lower], layout.position(pr, pc), cblk_ptr(pc), none, none, no_entries
+    to_l = pr >= layout.fcol[layout.col2cblk[pc]]
+    src, pr, pc = src[to_l], pr[to_l], pc[to_l]
+    n = B.shape[0]
+    T = sp.csc_array((np.arange(B.nnz), B.indices, B.indptr), shape=(n, n)).T.tocsc()
+    src_t, pr_t, pc_t = by_pivot_column(T.indptr, T.indices, perm)
+    to_u = pr_t >= layout.fcol[layout.col2cblk[pc_t] + 1]
+    pr_t, pc_t = pr_t[to_u], pc_t[to_u]
+    return (
+        src,
+        layout.position(pr, pc),
+        cblk_ptr(pc),
+        T.data[src_t[to_u]],
+        layout.position(pr_t, pc_t),
+        cblk_ptr(pc_t),
+    )
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    n=st.integers(1, 60),
+    density=st.floats(0.0, 0.3),
+    seed=st.integers(0, 2**32 - 1),
+    kind=st.sampled_from(["llt", "lu"]),
+    ordering=st.sampled_from(["amd", "metis", "natural", "random"]),
+    split=st.sampled_from(["auto", (2, 4), None]),
+)
+def test_assembly_map_matches_its_numpy_reference(n, density, seed, kind, ordering, split):
+    rng = rng_for(seed)
+    R = sp.random_array((n, n), density=density, rng=rng, format="csc")
+    if kind == "llt":
+        R = R + R.T
+    B = sp.csc_array(R + sp.eye_array(n))
+    B.sort_indices()
+    B.indptr, B.indices = B.indptr.astype(np.int64), B.indices.astype(np.int64)
+    if ordering == "random":
+        ordering = rng.permutation(n)
+    an = analyze(B, ordering=ordering, kind=kind, split=split)
+    layout = PanelLayout.from_symbol(an.symbol)
+    amap = AssemblyMap.build(B, an.iperm, layout, kind == "lu")
+    ref = reference_assembly_map(B, an.iperm, layout, kind == "lu")
+    names = ("src_l", "pos_l", "ptr_l", "src_u", "pos_u", "ptr_u")
+    for name, expected in zip(names, ref, strict=True):
+        assert getattr(amap, name).tolist() == expected.tolist(), name
+
+
+def test_assembly_map_rejects_entries_outside_the_structure():
+    A = laplacian((6, 6))
+    an = analyze(A, ordering="metis")
+    layout = PanelLayout.from_symbol(an.symbol)
+    B = sp.csc_array(np.ones((36, 36)))  # dense: most entries lie outside a grid's factor
+    B.indptr, B.indices = B.indptr.astype(np.int64), B.indices.astype(np.int64)
+    with pytest.raises(ValueError, match="outside the block structure"):
+        AssemblyMap.build(B, an.iperm, layout, False)
+
+
 def test_kernel_solve_identity_gives_inverse():
     B = dominant_symmetric(20, 61, signs="mixed")
     an, fac = kernel_factor(B, "ldlt")

@@ -196,3 +196,32 @@ def test_kernel_checks_match_their_definitions(variety, n, seed):
     got_top, got_smallest = F.pivot_checks(A)
     assert got_top == pytest.approx(top, rel=1e-12)
     assert got_smallest == pytest.approx((np.abs(F.D) / colmax).min(), rel=1e-12)
+
+
+def test_too_many_entries_leave_without_a_graph(monkeypatch):
+    """A matrix whose entries alone bound AMD's forecast past the budget goes to the
+    pipeline before A + Aᵀ's graph is made (the analysis makes it once), and the
+    verdict is the graph's."""
+    # A banded matrix of half-bandwidth w: (n - w) w edges at least, the bound
+    # 2 edges² / n past MAX_FLOPS (and so past any share of it).
+    n, w = 2000, 60
+    A = sp.diags_array(
+        [np.full(n - abs(k), -1.0 if k else 2.0 * w + 1) for k in range(-w, w + 1)],
+        offsets=list(range(-w, w + 1)),
+        format="csc",
+    )
+    C = canonical_csc(A)
+    edges = (C.nnz - n) / 2
+    assert simplicial.forecast_lower_bound(edges, n) > simplicial.MAX_FLOPS
+    made = []
+    real = simplicial.symmetric_pattern
+    monkeypatch.setattr(simplicial, "symmetric_pattern", lambda M: made.append(1) or real(M))
+    assert simplicial.factor_symmetric(C, False) is None
+    assert not made
+    # The graph's own bound says the same.
+    xadj, adjncy = real(C)
+    assert simplicial.forecast_lower_bound(adjncy.size / 2, n) > simplicial.MAX_FLOPS
+    # Below the entries' bound, the graph is made.
+    small = canonical_csc(laplacian((20, 20)))
+    assert simplicial.factor_symmetric(small, False) is not None
+    assert made

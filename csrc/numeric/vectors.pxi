@@ -179,3 +179,44 @@ def residual_maxima(const idx_t[::1] indptr, const idx_t[::1] indices, const sca
     if bad >= 0:
         raise ValueError(f"residual_maxima: row {bad} has a column index out of range")
     return res
+
+
+def scaled_values(const idx_t[::1] indptr, const idx_t[::1] rows, const scalar[::1] data,
+                  const double[::1] dr, const double[::1] dc, scalar[::1] out):
+    """``out[p] = (data[p] dr[rows[p]]) dc[j]`` for each entry p of CSC column j: the
+    values of ``diag(dr) A diag(dc)`` (rows renumbered by ``rows``) in one pass with no
+    temporary arrays. Computed in double precision (double complex) and rounded to
+    ``out``'s type at the end, as numpy's ``(data * dr[rows]) * dc[cols]`` then
+    ``astype`` computes them, to the bit: a complex value times a real factor by the
+    complex product's formula, the factor's imaginary part zero."""
+    cdef idx_t n = indptr.shape[0] - 1, j, p, r
+    cdef idx_t nnz = indptr[n] if n >= 0 else 0
+    cdef double s, t, xr, xi, yr, yi
+    if n < 0 or dc.shape[0] < n or rows.shape[0] < nnz or data.shape[0] < nnz:
+        raise ValueError("scaled_values: the arrays do not describe one CSC matrix")
+    if out.shape[0] < nnz:
+        raise ValueError("scaled_values: out is too short")
+    with nogil:
+        for j in range(n):
+            t = dc[j]
+            for p in range(indptr[j], indptr[j + 1]):
+                r = rows[p]
+                if r < 0 or r >= dr.shape[0]:
+                    with gil:
+                        raise IndexError(f"scaled_values: row {r} out of range")
+                s = dr[r]
+                if scalar is float or scalar is double:
+                    out[p] = <scalar>((<double>data[p] * s) * t)
+                else:
+                    xr, xi = data[p].real, data[p].imag
+                    yr = xr * s - xi * 0.0
+                    yi = xr * 0.0 + xi * s
+                    xr = yr * t - yi * 0.0
+                    xi = yr * 0.0 + yi * t
+                    # A complex is its two parts in a row (C99, numpy).
+                    if scalar is cfloat:
+                        (<float*>&out[p])[0] = <float>xr
+                        (<float*>&out[p])[1] = <float>xi
+                    else:
+                        (<double*>&out[p])[0] = xr
+                        (<double*>&out[p])[1] = xi

@@ -87,10 +87,6 @@ class PanelLayout:
         """The cblk of each column (pivot order)."""
         return column_cblks(self.fcol)
 
-    def cblk_ptr(self, cols):
-        """Where each cblk's run of the ascending pivot columns ``cols`` starts, then the end."""
-        return np.searchsorted(cols, self.fcol).astype(np.int64)
-
     def position(self, rows, cols):
         """Index of entries (row, col), pivot order, inside their cblk's panel, with row >=
         col's cblk's first column.
@@ -108,6 +104,27 @@ class PanelLayout:
             self.lrow,
             self.bcoef,
             np.zeros(self.ncblk + 1, dtype=np.int64),  # offsets inside each panel
+            self.stride,
+        )
+
+    def entries(self, indptr, indices, source, perm, iperm, keep):
+        """``(src, pos, ptr)`` of the entries of a CSC pattern that ``keep`` selects
+        (:func:`pastixpy._symbolic.assembly_entries`), walked column by column in the
+        pivot order ``perm`` (``iperm`` its inverse): their index in the CSC arrays
+        (``source`` of it, where given), their index in their cblk's panel, and where
+        each cblk's run starts (then the end)."""
+        return _symbolic.assembly_entries(
+            indptr,
+            indices,
+            source,
+            perm,
+            iperm,
+            keep,
+            self.fcol,
+            self.bloknum,
+            self.frow,
+            self.lrow,
+            self.bcoef,
             self.stride,
         )
 
@@ -276,50 +293,29 @@ class AssemblyMap:
     def build(cls, B, iperm, layout, two_factors):
         """Map the entries of canonical CSC ``B`` under the symmetric permutation ``iperm``;
         with ``two_factors`` (LU) the upper ones outside diagonal blocks go to Uᵀ, else
-        only the lower triangle is read."""
+        only the lower triangle is read. One kernel pass per factor
+        (:func:`pastixpy._symbolic.assembly_entries`)."""
+        iperm = np.ascontiguousarray(iperm, dtype=np.int64)
         perm = inverse_permutation(iperm)
-        src, pr, pc = _entries_by_pivot_column(B.indptr, B.indices, perm, iperm)
+        indptr = np.ascontiguousarray(B.indptr, dtype=np.int64)
+        indices = np.ascontiguousarray(B.indices, dtype=np.int64)
         if not two_factors:
-            lower = pr >= pc
-            pr, pc = pr[lower], pc[lower]
-            no_entries = np.zeros(layout.ncblk + 1, dtype=np.int64)
-            pos = layout.position(pr, pc)
-            return cls(src[lower], pos, layout.cblk_ptr(pc), src[:0], src[:0], no_entries)
+            lower = layout.entries(indptr, indices, None, perm, iperm, _symbolic.KEEP_LOWER)
+            none = np.empty(0, dtype=np.int64)
+            return cls(*lower, none, none, np.zeros(layout.ncblk + 1, dtype=np.int64))
         # L's panels take the lower entries and the upper ones inside the diagonal
-        # blocks (rows from the column's cblk down); the rest go to Uᵀ.
-        col2cblk = layout.col2cblk
-        to_l = pr >= layout.fcol[col2cblk[pc]]
-        src, pr, pc = src[to_l], pr[to_l], pc[to_l]
-        # Uᵀ holds the upper entries outside the diagonal blocks: the lower ones of Bᵀ,
-        # grouped by their column in Bᵀ (B's row).
+        # blocks (rows from the column's cblk down); the rest go to Uᵀ: the lower ones
+        # of Bᵀ outside the diagonal blocks, grouped by their column in Bᵀ (B's row).
         n = B.shape[0]
-        T = sp.csc_array((np.arange(B.nnz), B.indices, B.indptr), shape=(n, n)).T.tocsc()
-        src_t, pr_t, pc_t = _entries_by_pivot_column(T.indptr, T.indices, perm, iperm)
-        to_u = pr_t >= layout.fcol[col2cblk[pc_t] + 1]
-        pr_t, pc_t = pr_t[to_u], pc_t[to_u]
+        T = sp.csc_array((np.arange(B.nnz), indices, indptr), shape=(n, n)).T.tocsc()
         return cls(
-            src,
-            layout.position(pr, pc),
-            layout.cblk_ptr(pc),
-            T.data[src_t[to_u]],
-            layout.position(pr_t, pc_t),
-            layout.cblk_ptr(pc_t),
+            *layout.entries(indptr, indices, None, perm, iperm, _symbolic.KEEP_FROM_CBLK),
+            *layout.entries(
+                np.asarray(T.indptr, dtype=np.int64),
+                np.asarray(T.indices, dtype=np.int64),
+                np.asarray(T.data, dtype=np.int64),
+                perm,
+                iperm,
+                _symbolic.KEEP_BELOW_CBLK,
+            ),
         )
-
-
-def _entries_by_pivot_column(indptr, indices, perm, iperm):
-    """The entries of a CSC pattern column by column in pivot order (``perm`` and its
-    inverse ``iperm``).
-
-    Returns their indices in the CSC arrays and their pivot rows and columns
-    (``iperm[row]``, ``iperm[col]``), the columns ascending: a counting sort by
-    column that the CSC layout already holds.
-    """
-    lengths = np.diff(indptr)[perm]
-    starts = np.asarray(indptr[:-1], dtype=np.int64)[perm]
-    total = int(lengths.sum())
-    # Entry t of pivot column j is at starts[j] + (t - first[j]).
-    first = np.cumsum(lengths) - lengths
-    src = np.repeat(starts - first, lengths) + np.arange(total, dtype=np.int64)
-    pc = np.repeat(np.arange(iperm.size, dtype=np.int64), lengths)
-    return src, iperm[indices[src]], pc
