@@ -285,7 +285,10 @@ def _small_path(C, checked, options, seconds):
     growth = top / norm_a if norm_a else np.inf
     small = _smallest_kept_pivot(kind, n, growth, C.dtype)
     if smallest < small:  # maybe a bad scaling: measured as the pipeline does
-        if factors.smallest_pivot(C, solver.equilibration) < small:
+        # The rough equilibration first: a pivot clear of the threshold under any scaling
+        # is no static pivot's business; the full one only where that one does not clear.
+        scalings = ("rough_equilibration", "equilibration")  # made as they are read
+        if all(factors.smallest_pivot(C, getattr(solver, s)) < small for s in scalings):
             return None  # the pipeline's static pivoting, and its words on singular matrices
     if growth > SMALL_PATH_GROWTH and not solve_policy.probe(solver):
         return None

@@ -223,6 +223,13 @@ class Solver:
         return solve_policy.refinement_rules(self)
 
     @cached_property
+    def rough_equilibration(self):
+        """``(D_r, D_c)`` of :data:`~pastixpy.solve_policy.ROUGH_EQUILIBRATION` Ruiz
+        iterations, made on first use and kept: the growth check's first try, before
+        :attr:`equilibration`."""
+        return equilibrate(self.C, symmetric=False, iterations=solve_policy.ROUGH_EQUILIBRATION)
+
+    @cached_property
     def equilibration(self):
         """``(D_r, D_c)``, the Ruiz equilibration of the matrix, made on first use and
         kept: what :attr:`equilibrated_growth` measures with."""

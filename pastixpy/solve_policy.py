@@ -180,12 +180,17 @@ def check_growth(solver, x, b, trans, growth=None):
     limit = singular_growth_limit(solver.dtype)
     if (growth > limit).any() and solver.equilibrated_growth:
         # Factors of A unscaled (the small path's LU): measured on A equilibrated, its
-        # scaling made once per factorization; Aᵀ's is A's, rows and columns swapped.
-        dr, dc = solver.equilibration
-        if trans == "N":
-            growth = equilibrated_growth(solver.C, x, b, (dr, dc))
-        else:
-            growth = equilibrated_growth(solver.C.T.tocsc(), x, b, (dc, dr))
+        # scalings made once per factorization, the rough one first (any scaling within
+        # the limit proves nothing singular, see equilibrated_growth); Aᵀ's are A's, rows
+        # and columns swapped.
+        for which in ("rough_equilibration", "equilibration"):  # made as they are read
+            dr, dc = getattr(solver, which)
+            if trans == "N":
+                growth = equilibrated_growth(solver.C, x, b, (dr, dc))
+            else:
+                growth = equilibrated_growth(solver.C.T.tocsc(), x, b, (dc, dr))
+            if not (growth > limit).any():
+                break
     if (growth > limit).any():
         raise SingularMatrixError(
             f"the matrix is numerically singular and b is not in its range: the solution "

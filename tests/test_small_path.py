@@ -194,6 +194,26 @@ def test_badly_scaled_matrix_solves_without_a_false_singular_verdict():
     assert backward_error(A, F.solve(b), b).max() < 1e-14
 
 
+def test_badly_scaled_matrix_is_cleared_by_the_rough_equilibration():
+    """The pivot and growth checks of a badly scaled matrix try the rough equilibration
+    first (solve_policy.ROUGH_EQUILIBRATION iterations): where it clears them, the full
+    one is never made."""
+    rng = np.random.default_rng(6)
+    A = unsymmetric(150, 6) + 4 * sp.eye_array(150)
+    dr, dc = (
+        10.0 ** rng.uniform(-9, 9, 150),
+        10.0 ** rng.uniform(-9, 9, 150),
+    )  # past the checks unscaled
+    A = sp.csc_array(sp.diags_array(dr) @ A @ sp.diags_array(dc))
+    F = pastixpy.factorize(A)
+    b = A @ np.ones(150)
+    x = F.solve(b)
+    solver = F._state.solver
+    assert F.stats["path"] == "simplicial" and "rough_equilibration" in vars(solver)
+    assert "equilibration" not in vars(solver)
+    assert backward_error(A, x, b).max() < 1e-14
+
+
 def test_singular_matrices_are_reported_as_by_the_pipeline():
     A = unsymmetric(60, 7).tolil()
     A[:, 5] = 0.0  # structurally singular: the check names the column
