@@ -53,6 +53,7 @@ from . import _simplicial, _simplicial_ldl
 from ._amd import amd_order
 from ._colamd import colamd_order
 from ._graph import transpose_asymmetry, transposed_pairs
+from ._symbolic import diagonal_positions
 from .matrix import symmetric_pattern
 from .options import Options
 from .solve_policy import default_tol, equilibrated_growth, singular_growth_limit
@@ -83,8 +84,7 @@ MAX_FLOPS = 1e7
 #: (:func:`forecast_lower_bound`) sends a matrix to the pipeline before any ordering.
 #: The bound is weak where elimination fills (forecasts of 4 to 60 times it above 10⁶:
 #: qc324, elasticity, bcsstk13, mbeacxc, bcsstk16), so a bound this close to the budget
-#: means a forecast past it; bcsstk16's (8.3·10⁶) is, and the AMD it skips had cost a
-#: tenth of its solve.
+#: means a forecast past it (bcsstk16's bound is 8.3·10⁶, its forecast 3.3·10⁸).
 BOUND_SHARE = 0.5
 MAX_FLOPS_UNSYMMETRIC = 2e7
 FORECAST_GROWTH = 2.0
@@ -349,9 +349,8 @@ def _definite_candidate_ldl(C, q):
     hermitian, scale = symmetry
     if np.iscomplexobj(C.data) and not hermitian:
         return None
-    n = C.shape[0]
-    diag = C.data[C.indices == np.repeat(np.arange(n), np.diff(C.indptr))]
-    if diag.size != n or not (diag.real > 0).all():
+    at = diagonal_positions(C.indptr, C.indices)
+    if (at < 0).any() or not (C.data[at].real > 0).all():
         return None
     F = ldl_ordered(C, hermitian, q)
     if F is None or F.top > LDL_MAX_GROWTH * scale:
