@@ -21,7 +21,7 @@ increasing (row k is appended to each column it touches, k ascending).
 import numpy as np
 
 cimport numpy as cnp
-from libc.math cimport INFINITY, fabs, hypot, isfinite
+from libc.math cimport INFINITY, fabs, isfinite
 from libc.stdint cimport int64_t
 
 cnp.import_array()

@@ -7,7 +7,7 @@ import numpy as np
 
 cimport numpy as cnp
 from libc.stdint cimport int64_t
-from libc.math cimport fabs, hypot, isfinite
+from libc.math cimport fabs, isfinite
 from libc.stdlib cimport qsort
 
 cnp.import_array()
@@ -271,11 +271,15 @@ ctypedef fused values_t:
     double complex
 
 
+cdef extern from "magnitude.h" nogil:
+    double pastixpy_cabs(double re, double im)
+
+
 cdef inline double _abs(values_t a) noexcept nogil:
     if values_t is float or values_t is double:
         return fabs(<double>a)
     else:
-        return hypot(<double>a.real, <double>a.imag)
+        return pastixpy_cabs(<double>a.real, <double>a.imag)
 
 
 cdef inline bint _finite(values_t a) noexcept nogil:
@@ -294,7 +298,7 @@ cdef inline void _raise_to(double re, double im, double* top) noexcept nogil:
     re = fabs(re)
     im = fabs(im)
     if re + im > top[0]:
-        a = hypot(re, im)
+        a = pastixpy_cabs(re, im)
         if a > top[0]:
             top[0] = a
 

@@ -245,3 +245,32 @@ def test_cli_solves_a_scaled_complex_matrix(tmp_path, scale):
     x = np.asarray(scipy.io.mmread(out)).reshape(-1)
     assert true_backward_error(A, x, b).max() <= 1e-12
     assert "kind" in run.stdout and "lu" in run.stdout
+
+
+@pytest.mark.parametrize(
+    "re_scale, im_scale",
+    [(1e-300, 1e-300), (1e-300, 1e-170), (1e-170, 1e-160), (1e-160, 1.0), (1.0, 1.0),
+     (1e150, 1e160), (1e160, 1e160), (1e300, 1e-300), (1e300, 1e300)],
+)  # fmt: skip
+def test_complex_magnitudes_are_exact_to_rounding_at_every_scale(re_scale, im_scale):
+    """The kernels' complex magnitude (csrc/magnitude.h: a square root where the squares
+    stay in range, hypot elsewhere) against numpy's |z|, through the kernels that read
+    it: the largest entry and ‖A‖∞."""
+    from pastixpy._graph import inf_norm
+    from pastixpy.preprocess import max_abs
+
+    rng = np.random.default_rng(7)
+    n = 30
+    A = sp.random(n, n, density=0.3, format="csc", random_state=rng)
+    A.data = rng.uniform(0.5, 1.0, A.nnz) * re_scale + 1j * rng.uniform(0.5, 1.0, A.nnz) * im_scale
+    A = sp.csc_array(A)
+    exact = np.abs(A.data)
+    assert max_abs(A.data) == pytest.approx(exact.max(), rel=4e-16)
+    rows = np.zeros(n)
+    np.add.at(rows, A.indices, exact)
+    norm = inf_norm(n, A.indptr.astype(np.int64), A.indices.astype(np.int64), A.data)
+    assert norm == pytest.approx(rows.max(), rel=1e-14)
+    if 1e-30 <= min(re_scale, im_scale) and max(re_scale, im_scale) <= 1e30:
+        single = A.data.astype(np.complex64)
+        assert max_abs(single) == pytest.approx(np.abs(single.astype(complex)).max(), rel=1e-15)
+    assert max_abs(np.array([1.0 + 1j, np.inf + 1j])) == np.inf

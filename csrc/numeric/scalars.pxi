@@ -6,7 +6,7 @@ cimport numpy as cnp
 from cpython.exc cimport PyErr_CheckSignals
 from cpython.ref cimport PyObject
 from cython.parallel cimport parallel, prange, threadid
-from libc.math cimport fabs, hypot, hypotf, sqrt
+from libc.math cimport fabs, sqrt
 from libc.stdint cimport INT64_MAX, int8_t, int32_t, int64_t
 from libc.stdlib cimport calloc, free, malloc
 
@@ -67,15 +67,20 @@ cdef inline int scalar_code(scalar* dummy) noexcept nogil:
         return COMPLEX128
 
 
+cdef extern from "magnitude.h" nogil:
+    double pastixpy_cabs(double re, double im)
+    double pastixpy_cabsf(float re, float im)
+
+
 cdef inline double mag(scalar x) noexcept nogil:
-    """|x|, range-safe: hypot, not sqrt(re² + im²), whose squares underflow to 0 below
-    about 1e-154 (1e-19 in single precision) and overflow above 1e154 (1e19)."""
+    """|x|, range-safe (magnitude.h: sqrt(re² + im²) where the squares neither
+    underflow nor overflow, hypot elsewhere)."""
     if scalar is float or scalar is double:
         return fabs(x)
     elif scalar is cfloat:
-        return hypotf(x.real, x.imag)
+        return pastixpy_cabsf(x.real, x.imag)
     else:
-        return hypot(x.real, x.imag)
+        return pastixpy_cabs(x.real, x.imag)
 
 
 cdef inline scalar cj(scalar x, bint conj) noexcept nogil:

@@ -1,14 +1,17 @@
 # The residual and backward error of a solve with a CSC matrix, shared by the simplicial
 # kernels (csrc/simplicial.pyx, csrc/simplicial_ldl.pyx): included, so that each module
 # compiles them for its own fused ``scalar_t``. The includer defines ``idx_t`` (int64),
-# ``scalar_t`` (double, double complex) and cimports fabs, hypot, isfinite and INFINITY.
+# ``scalar_t`` (double, double complex) and cimports fabs, isfinite and INFINITY.
+
+cdef extern from "magnitude.h" nogil:
+    double pastixpy_cabs(double re, double im)
 
 
 cdef inline double magnitude(scalar_t v) noexcept nogil:
     if scalar_t is double:
         return fabs(v)
     else:
-        return hypot(v.real, v.imag)  # range-safe: the squares would under/overflow
+        return pastixpy_cabs(v.real, v.imag)  # range-safe, hypot only where needed
 
 
 cdef double row_norm(idx_t n, const idx_t* Ap, const idx_t* Ai, const scalar_t* Ax,
