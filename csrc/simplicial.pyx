@@ -7,12 +7,20 @@ The factorization P A Q = L U is computed column by column, left-looking: column
 A Q is solved against the columns of L found so far (a sparse triangular solve whose
 nonzero pattern is the set of rows reachable from A's column in the graph of L, found
 by a depth-first search, so that its cost is proportional to the flops, not to n),
-then a pivot is chosen among the rows not yet pivotal: the column's own row (the
-diagonal of A under the symmetric ordering Q) when its magnitude is at least
-``threshold`` times the largest candidate's, else the largest. This is the algorithm
-of Gilbert and Peierls (1988) with the diagonal preference of KLU and UMFPACK's
-symmetric strategy: on a matrix whose diagonal is strong, the ordering's fill forecast
-holds.
+then a pivot is chosen among the rows not yet pivotal by one of two rules:
+
+- ``PREFER_DIAGONAL``: the column's own row (the diagonal of A under the symmetric
+  ordering Q) when its magnitude is at least ``threshold`` times the largest
+  candidate's, else the largest: the diagonal preference of KLU and UMFPACK's
+  symmetric strategy; on a matrix whose diagonal is strong, the ordering's fill
+  forecast holds.
+- ``PREFER_SPARSE_ROW``: among the candidates at least ``threshold`` times the
+  largest, the row with the fewest entries in A (the larger magnitude among equals),
+  as UMFPACK's unsymmetric strategy prefers sparse pivot rows within its threshold:
+  a column order from AᵀA (COLAMD) bounds the fill for any row choice, and a sparse
+  pivot row spreads less of it into U.
+
+This is the algorithm of Gilbert and Peierls (1988).
 
 No supernodes, no BLAS: the caller forecasts the flops from its ordering and gives a
 budget; a factorization whose pivots leave the diagonal and make fill the ordering
@@ -26,7 +34,7 @@ column-compressed, their row indices in pivot order once the factorization ends.
 import numpy as np
 
 cimport numpy as cnp
-from libc.math cimport INFINITY, fabs, hypot, isfinite
+from libc.math cimport INFINITY, fabs, isfinite
 from libc.stdint cimport int64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
@@ -51,6 +59,14 @@ cdef enum:
 OK = C_OK
 ZERO_PIVOT = C_ZERO_PIVOT  # no nonzero candidate: A is singular (structurally or numerically)
 OVER_BUDGET = C_OVER_BUDGET  # the flop budget was passed
+
+cdef enum:
+    C_PREFER_DIAGONAL = 0
+    C_PREFER_SPARSE_ROW = 1
+
+#: Pivot rules of :func:`lu_factor` (see the module docstring).
+PREFER_DIAGONAL = C_PREFER_DIAGONAL
+PREFER_SPARSE_ROW = C_PREFER_SPARSE_ROW
 
 
 cdef inline const idx_t* iptr(const idx_t[::1] a) noexcept nogil:
@@ -140,7 +156,7 @@ cdef bint ensure(void** index, void** values, idx_t* capacity, idx_t needed,
 
 
 cdef int factor_columns(idx_t n, const idx_t* Ap, const idx_t* Ai, const scalar_t* Ax,
-                        const idx_t* q, double threshold, double max_flops,
+                        const idx_t* q, double threshold, int rule, double max_flops,
                         double max_committed, idx_t* Lp,
                         idx_t* Up, idx_t* pinv, scalar_t* udiag, idx_t** Li, scalar_t** Lx,
                         idx_t* lcap, idx_t** Ui, scalar_t** Ux, idx_t* ucap, idx_t* work,
@@ -159,7 +175,7 @@ cdef int factor_columns(idx_t n, const idx_t* Ap, const idx_t* Ai, const scalar_
     cdef idx_t head, tail
     cdef idx_t* L_i
     cdef scalar_t* L_x
-    cdef double flops = 0.0, committed = 0.0, amax, a, adiag
+    cdef double flops = 0.0, committed = 0.0, amax, a, adiag, apiv
     cdef scalar_t xj, pivot, v
     for i in range(n):
         mark[i] = -1
@@ -208,7 +224,16 @@ cdef int factor_columns(idx_t n, const idx_t* Ap, const idx_t* Ai, const scalar_
             kout[0] = k
             fout[0] = flops
             return C_ZERO_PIVOT
-        if adiag >= threshold * amax:
+        if rule == C_PREFER_SPARSE_ROW:
+            apiv = amax
+            for t in range(ncand):
+                i = cand[t]
+                if rowcount[i] <= rowcount[ipiv] and i != ipiv:
+                    a = magnitude(x[i])
+                    if a >= threshold * amax and (rowcount[i] < rowcount[ipiv] or a > apiv):
+                        ipiv = i
+                        apiv = a
+        elif adiag >= threshold * amax:
             ipiv = col
         pivot = x[ipiv]
         udiag[k] = pivot
@@ -278,7 +303,7 @@ cdef int factor_columns(idx_t n, const idx_t* Ap, const idx_t* Ai, const scalar_
 
 def lu_factor(const idx_t[::1] Ap, const idx_t[::1] Ai, const scalar_t[::1] Ax,
               const idx_t[::1] q, double threshold, double max_flops,
-              double max_committed=INFINITY):
+              double max_committed=INFINITY, int rule=C_PREFER_DIAGONAL):
     """P A Q = L U of a canonical CSC matrix, column by column (see the module docstring).
 
     Parameters
@@ -289,8 +314,9 @@ def lu_factor(const idx_t[::1] Ap, const idx_t[::1] Ai, const scalar_t[::1] Ax,
         The column order: column k of A Q is A's column ``q[k]``, and the row preferred
         as its pivot is row ``q[k]`` (the diagonal of Qᵀ A Q).
     threshold : float
-        The preferred row is the pivot when its magnitude is at least this fraction of
-        the largest candidate's (1: partial pivoting; smaller: the diagonal more often).
+        A preferred row is the pivot when its magnitude is at least this fraction of
+        the largest candidate's (1: partial pivoting; smaller: the preference more
+        often).
     max_flops : float
         Stop with OVER_BUDGET once the flops exceed this.
     max_committed : float, optional
@@ -298,6 +324,9 @@ def lu_factor(const idx_t[::1] Ap, const idx_t[::1] Ai, const scalar_t[::1] Ax,
         so far exceeds this: the flops those columns will cost where U's pattern mirrors
         L's (the measure of an ordering's forecast for diagonal pivots), known as soon
         as a column is, where the flops so far lag behind the fill that causes them.
+    rule : int, optional
+        PREFER_DIAGONAL (the row ``q[k]``) or PREFER_SPARSE_ROW (the row with the
+        fewest entries in A): which row the threshold lets win.
 
     Returns
     -------
@@ -334,12 +363,14 @@ def lu_factor(const idx_t[::1] Ap, const idx_t[::1] Ai, const scalar_t[::1] Ax,
     cdef double flops = 0.0
     cdef int status = -1
     cdef idx_t[::1] Li_v, Ui_v
+    if rule != C_PREFER_DIAGONAL and rule != C_PREFER_SPARSE_ROW:
+        raise ValueError(f"lu_factor: rule must be PREFER_DIAGONAL or PREFER_SPARSE_ROW, got {rule}")
     cdef scalar_t[::1] Lx_v, Ux_v
     try:
         if Li != NULL and Lx != NULL and Ui != NULL and Ux != NULL:
             with nogil:
                 status = factor_columns(
-                    n, &Ap[0], Ai_p, Ax_p, q_p, threshold, max_flops, max_committed,
+                    n, &Ap[0], Ai_p, Ax_p, q_p, threshold, rule, max_flops, max_committed,
                     &Lp[0], &Up[0],
                     &pinv[0], &udiag[0], &Li, &Lx, &lcap, &Ui, &Ux, &ucap, &work[0], &x[0],
                     &k, &flops,
@@ -579,6 +610,33 @@ def diagonal_nonzeros(const idx_t[::1] Ap, const idx_t[::1] Ai, const scalar_t[:
                     if Ai_[p] == j and magnitude(Ax_[p]) != 0.0:
                         count += 1
                     break
+    return count
+
+
+def weak_diagonals(const idx_t[::1] Ap, const idx_t[::1] Ai, const scalar_t[::1] Ax,
+                   double threshold):
+    """The number of columns of a canonical CSC matrix whose diagonal entry (0 where
+    none is stored) is below ``threshold`` times the largest magnitude in its column:
+    the columns whose diagonal :func:`lu_factor`'s PREFER_DIAGONAL rule could not take
+    as the first pivot. An empty column counts as weak."""
+    cdef idx_t n = Ap.shape[0] - 1, j, p, count = 0
+    cdef double top, d, a
+    cdef const idx_t* Ap_ = iptr(Ap)
+    cdef const idx_t* Ai_ = iptr(Ai)
+    cdef const scalar_t* Ax_ = vptr(Ax)
+    if n <= 0:
+        return 0
+    with nogil:
+        for j in range(n):
+            top = 0.0
+            d = 0.0
+            for p in range(Ap_[j], Ap_[j + 1]):
+                a = magnitude(Ax_[p])
+                top = max(top, a)
+                if Ai_[p] == j:
+                    d = a
+            if not (d > 0.0 and d >= threshold * top):
+                count += 1
     return count
 
 

@@ -181,7 +181,7 @@ def factorize(
     ('llt', True)
     """
     t0 = time.perf_counter()
-    options = Options.parse(
+    options = Options.of_call(
         kind=kind,
         ordering=ordering,
         refine=refine,

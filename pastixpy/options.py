@@ -3,7 +3,7 @@ factorize's options as one validated record."""
 
 import functools
 import inspect
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from numbers import Integral, Real
 
 import numpy as np
@@ -257,6 +257,36 @@ class Options:
     def auto_kind(self):
         return self.kind is None
 
+    @functools.cached_property
+    def changed(self):
+        """The names of the fields that differ from their defaults (``Options()``'s),
+        found once per instance (Options are frozen): what a path that holds only for
+        the defaults, but for some options, asks (:func:`pastixpy.simplicial.applies`)."""
+        out = []
+        for f in fields(self):
+            value = getattr(self, f.name)
+            default = f.default if f.default is not MISSING else f.default_factory()
+            if value is not default and (type(value) is not type(default) or value != default):
+                out.append(f.name)
+        return frozenset(out)
+
+    @classmethod
+    def of_call(cls, **arguments):
+        """:meth:`parse` of a call's keyword arguments, the same instance for the same
+        arguments where all of them are hashable and none is a callback or a
+        communicator (a handle on outside state): a handle made in a loop pays for the
+        validation once."""
+        if arguments.get("progress") is not None or arguments.get("comm") is not None:
+            return cls.parse(**arguments)
+        # Each value's type in the key: 1, 1.0 and True are equal and hash alike, and
+        # threads=True is refused where threads=1 is not.
+        key = tuple((name, type(value), value) for name, value in arguments.items())
+        try:
+            hash(key)
+        except TypeError:  # an array (ordering, schur) or a dict of parameters
+            return cls.parse(**arguments)
+        return _parsed(key)
+
     def factor_dtype(self, dtype):
         """The factors' dtype for a matrix of ``dtype`` under :attr:`precision`."""
         dtype = np.dtype(dtype)
@@ -297,6 +327,13 @@ def _switch(value, argname):
 def _keywords():
     """:meth:`Options.parse`'s keyword names, in order (read once: ``inspect`` is slow)."""
     return tuple(inspect.signature(Options.parse).parameters)
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(key):
+    """:meth:`Options.parse` of ``key``'s (name, type, value) triples, kept
+    (:meth:`Options.of_call`). A parse that raises is not kept."""
+    return Options.parse(**{name: value for name, _, value in key})
 
 
 @functools.cache

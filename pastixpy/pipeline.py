@@ -199,12 +199,14 @@ def _small_path_applies(C, checked, options):
     scaling given as ``"on"`` or ``"off"``, a pivot threshold, another precision,
     compression, a Schur complement, a memory budget, a condition estimate, progress
     reports)."""
-    if checked.kind.name not in SMALL_PATH_KINDS or not checked.exact or options.schur is not None:
+    if checked.kind.name not in SMALL_PATH_KINDS or not checked.exact:
         return False
-    if options.preprocess_asked:
-        return False
-    defaults = replace(options, kind=None, refine=("auto", {}), threads=None)
-    return simplicial.applies(C, defaults, None)
+    return simplicial.applies(C, options, None, free=SMALL_PATH_OPTIONS)
+
+
+#: The options the small path takes as given; any other option set (``schur``,
+#: ``matching="on"``, which sets ``preprocess_asked``, ...) is the pipeline's.
+SMALL_PATH_OPTIONS = frozenset({"ordering", "kind", "refine", "threads"})
 
 
 #: A pivot of the small path's LU is taken for zero (the matrix for singular: the

@@ -1184,3 +1184,38 @@ def test_inf_norm_kernel(dtype):
     assert inf_norm(30, A.indptr, A.indices, A.data) == pytest.approx(want, rel=1e-6)
     empty = _canonical_int64(sp.csc_array((5, 5), dtype=dtype))
     assert inf_norm(5, empty.indptr, empty.indices, empty.data) == 0.0
+
+
+def test_options_of_call_keeps_one_instance_per_hashable_call():
+    """factorize's options are parsed once per distinct call (Options.of_call): the same
+    instance for the same hashable arguments, a fresh parse for arrays, dicts, callbacks;
+    1 and True are different calls (threads=True is refused)."""
+    from pastixpy.options import Options
+
+    a = Options.of_call(kind="auto", threads=2)
+    assert a is Options.of_call(kind="auto", threads=2) and a.threads == 2
+    assert Options.of_call(kind="lu") is not Options.of_call(kind="llt")
+    assert Options.of_call(threads=1).threads == 1
+    with pytest.raises(pastixpy.InvalidInputError, match="threads"):
+        Options.of_call(threads=True)
+    ordering = np.arange(3)
+    b = Options.of_call(ordering=ordering)
+    assert b is not Options.of_call(ordering=ordering) and b.ordering is ordering
+    refine = ("ir", {"tol": 1e-10})
+    c = Options.of_call(refine=refine)
+    assert c.refine == refine and c is not Options.of_call(refine=refine)
+    calls = []
+    d = Options.of_call(progress=calls.append)
+    assert d is not Options.of_call(progress=calls.append)
+
+
+def test_options_changed_names_the_fields_off_their_defaults():
+    from pastixpy.options import Options
+
+    assert Options.parse().changed == frozenset() == Options().changed
+    assert Options.parse(matching="on").changed == {"preprocess_asked"}
+    assert Options.parse(matching="off", threads=2).changed == {"matching", "threads"}
+    assert Options.parse(ordering=np.arange(4)).changed == {"ordering"}
+    assert Options.parse(schur=[0]).changed == {"schur"}
+    assert Options.parse(refine=("auto", {"tol": 1e-10})).changed == {"refine"}
+    assert Options.parse(kind="lu", precision="double").changed == {"kind", "precision"}

@@ -55,15 +55,19 @@ def badly_scaled(n, seed):
 # ---------------------------------------------------------------------------- the kernel
 
 
+RULES = [_simplicial.PREFER_DIAGONAL, _simplicial.PREFER_SPARSE_ROW]
+
+
+@pytest.mark.parametrize("rule", RULES)
 @pytest.mark.parametrize("complex_", [False, True])
 @pytest.mark.parametrize("threshold", [1.0, 0.1, 0.001])
 @settings(max_examples=15, deadline=None)
 @given(n=st.integers(1, 40), density=st.floats(0.02, 0.3), seed=st.integers(0, 10**6))
-def test_lu_factor_reconstructs_a(complex_, threshold, n, density, seed):
+def test_lu_factor_reconstructs_a(rule, complex_, threshold, n, density, seed):
     C = unsymmetric(n, density, seed, complex_)
     q = np.random.default_rng(seed).permutation(n).astype(np.int64)
     status, k, arrays, flops = _simplicial.lu_factor(
-        C.indptr, C.indices, C.data, q, threshold, 1e30
+        C.indptr, C.indices, C.data, q, threshold, 1e30, rule=rule
     )
     assert status == _simplicial.OK and k == n
     L, U, pinv = dense_factors(arrays, n)
@@ -82,12 +86,14 @@ def test_lu_factor_reconstructs_a(complex_, threshold, n, density, seed):
         assert backward_error(C, x, b).max() < 1e-13
 
 
-def reference_lu(C, q, threshold):
-    """The kernel's pivot rule on dense arrays, without its graph search and pruning:
+def reference_lu(C, q, threshold, rule=_simplicial.PREFER_DIAGONAL):
+    """The kernel's pivot rules on dense arrays, without its graph search and pruning:
     column k of A Q is solved against the columns of L so far in pivot order; the
     pivot is the diagonal row where at least ``threshold`` times the largest candidate,
-    else the largest, ties to the row with fewest entries in A. Returns (L, U, pinv)
-    as :func:`dense_factors` does."""
+    else the largest, ties to the row with fewest entries in A (PREFER_DIAGONAL), or
+    among the candidates at least ``threshold`` times the largest the row with fewest
+    entries in A, the largest among those (PREFER_SPARSE_ROW). Returns (L, U, pinv) as
+    :func:`dense_factors` does."""
     n = C.shape[0]
     A = C.toarray()
     counts = np.diff(sp.csr_array(C).indptr)
@@ -105,7 +111,11 @@ def reference_lu(C, q, threshold):
         assert amax > 0
         best = free[mags == amax]
         ipiv = best[np.argmin(counts[best])]
-        if pinv[q[k]] < 0 and abs(x[q[k]]) >= threshold * amax:
+        if rule == _simplicial.PREFER_SPARSE_ROW:
+            fit = free[mags >= threshold * amax]
+            fewest = fit[counts[fit] == counts[fit].min()]
+            ipiv = fewest[np.argmax(np.abs(x[fewest]))]
+        elif pinv[q[k]] < 0 and abs(x[q[k]]) >= threshold * amax:
             ipiv = q[k]
         pinv[ipiv] = k
         rows.append(ipiv)
@@ -119,19 +129,22 @@ def reference_lu(C, q, threshold):
     return L, U, pinv
 
 
+@pytest.mark.parametrize("rule", RULES)
 @pytest.mark.parametrize("complex_", [False, True])
 @pytest.mark.parametrize("threshold", [1.0, 0.1])
 @settings(max_examples=20, deadline=None)
 @given(n=st.integers(1, 50), density=st.floats(0.02, 0.2), seed=st.integers(0, 10**6))
-def test_lu_factor_matches_the_dense_reference(complex_, threshold, n, density, seed):
+def test_lu_factor_matches_the_dense_reference(rule, complex_, threshold, n, density, seed):
     # The search with symmetric pruning finds the same pattern, so the same pivots and,
     # within rounding, the same factors as plain Gaussian elimination with the rule.
     C = unsymmetric(n, density, seed, complex_)
     q = np.random.default_rng(seed).permutation(n).astype(np.int64)
-    status, _, arrays, _ = _simplicial.lu_factor(C.indptr, C.indices, C.data, q, threshold, 1e30)
+    status, _, arrays, _ = _simplicial.lu_factor(
+        C.indptr, C.indices, C.data, q, threshold, 1e30, rule=rule
+    )
     assert status == _simplicial.OK
     L, U, pinv = dense_factors(arrays, n)
-    L_ref, U_ref, pinv_ref = reference_lu(C, q, threshold)
+    L_ref, U_ref, pinv_ref = reference_lu(C, q, threshold, rule)
     assert np.array_equal(pinv, pinv_ref)
     scale = (np.abs(L_ref) @ np.abs(U_ref)).max()
     assert np.abs(L - L_ref).max() * np.abs(U_ref).max() <= 1e-12 * n * scale
@@ -191,6 +204,45 @@ def test_lu_factor_prefers_the_diagonal_within_the_threshold():
     for threshold, row in ((0.1, 0), (1.0, 1)):
         *_, arrays, _ = _simplicial.lu_factor(C.indptr, C.indices, C.data, q, threshold, 1e30)
         assert arrays[7][row] == 0  # that row was pivot 0
+
+
+def test_lu_factor_prefers_the_sparse_row_within_the_threshold():
+    # Column 0 holds 5 in row 0 (three entries) and 1 in row 2 (one entry): the sparse
+    # rule takes row 2 while 1 >= threshold * 5, the largest (row 0) otherwise.
+    A = np.array([[5.0, 1.0, 1.0], [0.0, 2.0, 1.0], [1.0, 0.0, 0.0]])
+    C = canonical_csc(sp.csc_array(A))
+    q = np.arange(3, dtype=np.int64)
+    for threshold, row in ((0.1, 2), (0.5, 0)):
+        *_, arrays, _ = _simplicial.lu_factor(
+            C.indptr, C.indices, C.data, q, threshold, 1e30, rule=_simplicial.PREFER_SPARSE_ROW
+        )
+        assert arrays[7][row] == 0
+    with pytest.raises(ValueError, match="rule"):
+        _simplicial.lu_factor(C.indptr, C.indices, C.data, q, 0.1, 1e30, rule=7)
+
+
+@pytest.mark.parametrize("complex_", [False, True])
+def test_weak_diagonals_against_numpy(complex_):
+    rng = np.random.default_rng(3)
+    C = unsymmetric(60, 0.1, 3, complex_)
+    C = canonical_csc(C + sp.diags_array(rng.uniform(0, 1, 60) * (rng.uniform(size=60) < 0.7)))
+    D = np.abs(C.toarray())
+    top, d = D.max(axis=0), np.diag(D)
+    expected = int(np.sum(~((d > 0) & (d >= 0.1 * top))))
+    assert 0 < expected < 60
+    assert _simplicial.weak_diagonals(C.indptr, C.indices, C.data, 0.1) == expected
+
+
+def test_weak_diagonal_takes_the_unsymmetric_strategy_first():
+    # Nearly symmetric pattern, every diagonal entry a thousandth of its column: the
+    # symmetric strategy's diagonal pivots cannot hold, AᵀA's ordering comes first.
+    n = 200
+    A = unsymmetric(n, 0.02, 5)
+    A = sp.csc_array(A + A.T) + sp.random_array((n, n), density=0.002, rng=1)
+    A = canonical_csc(A - sp.diags_array(A.diagonal()) + 1e-3 * sp.eye_array(n))
+    assert simplicial._weak_diagonal(A)
+    F = simplicial.factor(A)
+    assert F is not None and F.strategy == "unsymmetric"
 
 
 def test_lu_factor_reports_zero_pivot_and_budget():
