@@ -57,3 +57,42 @@ def test_a_fork_beside_jax_warns_nothing(monkeypatch):
         child = fork_child(lambda: np.arange(4))
     assert np.array_equal(child.wait(), np.arange(4))
     assert unraised == []
+
+
+def test_without_huge_pages_switches_numpy_off_and_restores_it():
+    """Nested and concurrent blocks: numpy's huge-page advice is off inside any of them
+    and back to what it was once the last one leaves (the factors' panels are allocated
+    inside one: pastixpy.numeric.kernels.allocate_storage)."""
+    import threading
+
+    from pastixpy import runtime
+
+    switch = runtime._hugepage_switch
+    if switch is None:
+        pytest.skip("this numpy has no huge-page switch")
+    before = switch(True)
+    try:
+        with runtime.without_huge_pages():
+            assert switch(False) is False  # off inside (reading it sets it: set it back)
+            with runtime.without_huge_pages():
+                assert switch(False) is False
+            assert switch(False) is False  # the inner block left it off
+        assert switch(True) is True  # restored
+        inside, release = threading.Event(), threading.Event()
+
+        def other():
+            with runtime.without_huge_pages():
+                inside.set()
+                release.wait(10)
+
+        thread = threading.Thread(target=other)
+        thread.start()
+        inside.wait(10)
+        with runtime.without_huge_pages():
+            pass  # left first: the other block still holds it off
+        assert switch(False) is False
+        release.set()
+        thread.join()
+        assert switch(True) is True
+    finally:
+        switch(before)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _numeric
-from ..runtime import blas_threads
+from ..runtime import blas_threads, without_huge_pages
 
 
 @dataclass(frozen=True)
@@ -86,16 +86,17 @@ def allocate_storage(task, touch_threads, owner=None, rank=0, fanin=None):
     mask = task.compress_mask
     if owner is not None and mask is not None:
         mask = np.where(owner == rank, mask, 0).astype(np.int8)
-    return _numeric.Storage(
-        task.layout.structure,
-        task.dtype,
-        task.kind.two_factors,
-        owners=owner,
-        rank=rank,
-        compress=mask,
-        fanin=fanin,
-        touch_threads=touch_threads,
-    )
+    with without_huge_pages():  # faulted in at once: no compaction stalls (see there)
+        return _numeric.Storage(
+            task.layout.structure,
+            task.dtype,
+            task.kind.two_factors,
+            owners=owner,
+            rank=rank,
+            compress=mask,
+            fanin=fanin,
+            touch_threads=touch_threads,
+        )
 
 
 def factor_cblks(task, storage, pivots, threads, *, only=None, progress=None, one_blas=False):
