@@ -6,7 +6,7 @@ Usage::
         [--solvers pastixpy,spsolve,scipy,cholmod,mumps,pardiso,rslab,rslab-spsolve]
         [--threads 1,2] [--precision double,mixed] [--compress blr1e-8,mm1e-8,pc1e-4]
         [--runs 3] [--problems lap3d,helmholtz,...]
-        [--json out.json] [--markdown out.md] [--timeout 1800]
+        [--json out.json] [--markdown out.md] [--timeout 1800] [--coretype auto]
 
 For each problem, solver and thread count: analysis, factorization and solve
 seconds (1 and 16 right-hand sides), factor entries, peak memory above the
@@ -26,7 +26,9 @@ peak memory). ``--compress`` adds pastixpy with block low-rank factors, one row 
 variant (``blrTOL`` just-in-time at TOL, solves refined by GMRES; ``mmTOL`` minimal
 memory; ``pcTOL`` the factors as scipy GMRES's preconditioner; ``mixed+blrTOL``
 single-precision tiles; ``pastixpy+blr1e-8`` in the table); ``benchmarks/blr.py``
-prints their ratios to our full rank and to CHOLMOD. See docs/performance.md for
+prints their ratios to our full rank and to CHOLMOD. ``--coretype`` names the OpenBLAS
+kernels every worker's libraries run (default: the CPU's best, so that an OpenBLAS
+older than the CPU does not fall back to generic ones). See docs/performance.md for
 the columns.
 """
 
@@ -73,6 +75,31 @@ def reexec_without_slow_env():
     os.execve(sys.executable, [sys.executable, *sys.argv], env)
 
 
+#: The OpenBLAS kernel set a worker's libraries are told to use (``OPENBLAS_CORETYPE``):
+#: set by ``--coretype`` (default: :func:`cpu_coretype`). An OpenBLAS older than the CPU
+#: does not recognise it and falls back to generic kernels (Debian 12's 0.3.21, under
+#: CHOLMOD and MUMPS, runs "Prescott" kernels on a recent Xeon: its 40³ factorization
+#: 3.5× slower than on its own SkylakeX kernels), which would make their columns a
+#: measure of the library's age, not of the solver.
+WORKER_ENV = {}
+
+
+def cpu_coretype():
+    """The best OpenBLAS kernel set this CPU runs, from /proc/cpuinfo's flags:
+    ``SkylakeX`` (AVX-512 F/CD/BW/DQ/VL), ``Haswell`` (AVX2 and FMA), or None (leave it
+    to OpenBLAS's own detection; also off Linux)."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            flags = next((ln.split(":", 1)[1].split() for ln in fh if ln.startswith("flags")), [])
+    except OSError:
+        return None
+    if {"avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"} <= set(flags):
+        return "SkylakeX"
+    if {"avx2", "fma"} <= set(flags):
+        return "Haswell"
+    return None
+
+
 def blas_kernels():
     """The BLAS libraries threadpoolctl sees here: internal_api, architecture, version."""
     return [
@@ -115,6 +142,7 @@ def spawn(matrix, solver, threads, structure, timeout, **options):
     ``options``: the worker's optional keys (``memory_limit``, ``rhs``)."""
     env = {k: v for k, v in os.environ.items() if k not in SLOW_ENV}
     env.update({k: str(threads) for k in THREAD_ENV})
+    env.update(WORKER_ENV)
     spec = {"matrix": str(matrix), "solver": solver, "threads": threads, "structure": structure}
     spec.update({k: v for k, v in options.items() if v is not None})
     cmd = [sys.executable, str(HERE / "worker.py"), json.dumps(spec)]
@@ -476,8 +504,17 @@ def main():
         help="pastixpy's block low-rank variants, comma-separated: blrTOL, mmTOL, pcTOL, "
         "mixed+blrTOL (e.g. blr1e-8,pc1e-4; default none)",
     )
+    p.add_argument(
+        "--coretype",
+        default="auto",
+        help="OPENBLAS_CORETYPE for every worker's OpenBLAS: auto (the CPU's best, from its "
+        "flags: SkylakeX or Haswell), none (each library's own detection), or a name",
+    )
     args = p.parse_args()
     reexec_without_slow_env()
+    coretype = cpu_coretype() if args.coretype == "auto" else args.coretype
+    if coretype and coretype != "none":
+        WORKER_ENV["OPENBLAS_CORETYPE"] = coretype
 
     runs = args.runs or (1 if args.quick else 3)
     timeout = args.timeout or (120 if args.quick else 1800)
@@ -516,6 +553,7 @@ def main():
         + ", ".join(f"{v:.1f} GFLOP/s at {k} thread{'s' * (k > 1)}" for k, v in gemm.items())
         + f"; BLAS (threadpoolctl): {kernel_text}"
         + (f"; unset for the runs: {', '.join(unset)}" if unset else "")
+        + (f"; workers' OPENBLAS_CORETYPE={WORKER_ENV['OPENBLAS_CORETYPE']}" if WORKER_ENV else "")
         + ".\n"
     )
     report(
@@ -547,6 +585,7 @@ def main():
                 "dgemm_gflops": gemm,
                 "blas": kernels,
                 "unset_env": unset,
+                "worker_env": dict(WORKER_ENV),
                 "python": platform.python_version(),
                 "numpy": np.__version__,
                 "scipy": scipy.__version__,
