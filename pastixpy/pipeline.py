@@ -189,6 +189,10 @@ SMALL_PATH_GROWTH = 2.0**26
 #: (:func:`pastixpy.simplicial.factor_symmetric`): LLᵀ where every D_k is positive.
 SMALL_PATH_KINDS = ("lu", "llt", "ldlt", "ldlh")
 
+#: The options the small path takes as given; any other option set (``schur``,
+#: ``matching="on"``, which sets ``preprocess_asked``, ...) is the pipeline's.
+SMALL_PATH_OPTIONS = frozenset({"ordering", "kind", "refine", "threads"})
+
 
 def _small_path_applies(C, checked, options):
     """Whether a factorization may take the small path (:func:`_small_path`): the kind
@@ -202,11 +206,6 @@ def _small_path_applies(C, checked, options):
     if checked.kind.name not in SMALL_PATH_KINDS or not checked.exact:
         return False
     return simplicial.applies(C, options, None, free=SMALL_PATH_OPTIONS)
-
-
-#: The options the small path takes as given; any other option set (``schur``,
-#: ``matching="on"``, which sets ``preprocess_asked``, ...) is the pipeline's.
-SMALL_PATH_OPTIONS = frozenset({"ordering", "kind", "refine", "threads"})
 
 
 #: A pivot of the small path's LU is taken for zero (the matrix for singular: the
