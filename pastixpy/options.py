@@ -241,9 +241,9 @@ class Options:
     def from_keywords(cls, caller, options):
         """:meth:`parse` of a ``**options`` dict a function passes on to
         :func:`pastixpy.factorize`: an unknown keyword is a ``TypeError`` naming
-        ``caller`` (the user's function, not this method) and the keywords it takes."""
-        if not options:
-            return _defaults()  # spsolve's usual call: no parsing to redo
+        ``caller`` (the user's function, not this method) and the keywords it takes.
+        Parsed once per distinct call, as :meth:`of_call` keeps them (spsolve's usual
+        call, with no options, gets the same instance every time)."""
         known = _keywords()
         unknown = sorted(set(options) - set(known))
         if unknown:
@@ -251,7 +251,7 @@ class Options:
                 f"{caller}() got an unexpected keyword argument {unknown[0]!r}; "
                 f"factorize's options are: {', '.join(known)}"
             )
-        return cls.parse(**options)
+        return cls.of_call(**options)
 
     @property
     def auto_kind(self):
@@ -334,9 +334,3 @@ def _parsed(key):
     """:meth:`Options.parse` of ``key``'s (name, type, value) triples, kept
     (:meth:`Options.of_call`). A parse that raises is not kept."""
     return Options.parse(**{name: value for name, _, value in key})
-
-
-@functools.cache
-def _defaults():
-    """``Options.parse()``, made once: Options are frozen, so one instance serves."""
-    return Options.parse()
